@@ -1,0 +1,45 @@
+# Ask CROW: `make run` starts the app on http://127.0.0.1:8000, `make test` runs every test.
+# Both set themselves up on a fresh machine (virtualenv, packages, demo data) and are quick
+# once set up.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+# Nothing downloads from a model hub; Ray sends no usage stats.
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export RAY_USAGE_STATS_ENABLED := 0
+
+.PHONY: run test setup data lint format
+
+run: data
+	@echo "Ask CROW is starting (Ctrl-C stops it):"
+	@echo "  dashboard      http://127.0.0.1:8000/"
+	@echo "  API docs       http://127.0.0.1:8000/docs"
+	@echo "  Ray dashboard  http://127.0.0.1:8265/"
+	$(VENV)/bin/serve run serve_config.yaml
+
+test: setup
+	$(PY) -m ruff check .
+	$(PY) -m pytest
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $@
+
+data: setup
+	$(PY) -m jobs.seed_demo --if-missing
+
+lint: setup
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+format: setup
+	$(PY) -m ruff format .
+	$(PY) -m ruff check --fix .

@@ -1,0 +1,22 @@
+"""The FastAPI application of the ingress, built around injected services."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from crow.api import routes_health, routes_ingest
+from crow.api.errors import install_error_handlers
+from crow.services import Services
+
+
+def create_app(services: Services) -> FastAPI:
+    app = FastAPI(
+        title="Ask CROW",
+        version="0.1.0",
+        description="The retail-analytics chat assistant: chat, Q&A, search, ingest, A2A, MCP.",
+    )
+    app.state.services = services
+    install_error_handlers(app)
+    app.include_router(routes_health.router)
+    app.include_router(routes_ingest.router)
+    return app

@@ -1,0 +1,93 @@
+"""POST /api/v1/ingest/{collection}: upload JSONL, CSV or Parquet rows for the caller's org."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query, Request
+from pydantic import BaseModel
+
+from crow.api.deps import OrgDep, ServicesDep
+from crow.api.errors import ApiError
+from crow.ingest import IngestRejected, UnsupportedFormat, detect_format, ingest
+
+router = APIRouter(prefix="/api/v1/ingest", tags=["ingest"])
+CollectionName = Literal["products", "interactions", "patterns", "documents"]
+
+
+class IngestResult(BaseModel):
+    organization_id: str
+    collection: str
+    mode: str
+    rows_written: int
+    rows_total: int
+
+
+async def read_body_limited(request: Request, limit: int) -> bytes:
+    """The request body, or 413 as soon as it passes `limit` bytes."""
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise ApiError(413, "payload_too_large", f"the upload is larger than {limit} bytes")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise ApiError(413, "payload_too_large", f"the upload is larger than {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+@router.post(
+    "/{collection}",
+    status_code=201,
+    response_model=IngestResult,
+    summary="Validate and write a batch of rows (all or nothing)",
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {
+                t: {"schema": {"type": "string", "format": "binary"}}
+                for t in ("application/x-ndjson", "text/csv", "application/vnd.apache.parquet")
+            },
+        }
+    },
+)
+async def ingest_rows(
+    collection: CollectionName,
+    request: Request,
+    org_id: OrgDep,
+    services: ServicesDep,
+    format: Annotated[Literal["jsonl", "csv", "parquet"] | None, Query()] = None,
+    mode: Annotated[Literal["append", "upsert", "replace"], Query()] = "append",
+) -> IngestResult:
+    limits = services.settings.limits
+    data = await read_body_limited(request, limits.max_ingest_bytes)
+    try:
+        fmt = detect_format(
+            explicit=format, content_type=request.headers.get("content-type"), filename=None
+        )
+        written = await asyncio.to_thread(
+            ingest,
+            services.lake,
+            org_id,
+            collection,
+            data,
+            fmt,
+            mode=mode,
+            max_rows=limits.max_ingest_rows,
+            max_errors=limits.max_row_errors,
+        )
+    except UnsupportedFormat as exc:
+        raise ApiError(415, "unsupported_media_type", str(exc)) from None
+    except IngestRejected as exc:
+        details = [e.as_dict() for e in exc.errors]
+        raise ApiError(422, "invalid_rows", str(exc), details) from None
+    total = await asyncio.to_thread(services.lake.count, org_id, collection)
+    return IngestResult(
+        organization_id=org_id,
+        collection=collection,
+        mode=mode,
+        rows_written=written,
+        rows_total=total,
+    )

@@ -1,0 +1,105 @@
+"""The one settings model of the app.
+
+Filled from the application ``args`` of ``serve_config.yaml`` (or any dict) with ``CROW_*``
+environment variables taking precedence, e.g. ``CROW_LIMITS__MAX_MESSAGE_CHARS=2000``.
+Nothing here is built at import time: call :meth:`AppSettings.from_args`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Limits(_Section):
+    max_message_chars: int = Field(4000, gt=0, description="Longest chat message accepted.")
+    max_body_bytes: int = Field(256_000, gt=0, description="Largest JSON request body.")
+    max_ingest_bytes: int = Field(64 * 1024 * 1024, gt=0, description="Largest ingest upload.")
+    max_ingest_rows: int = Field(500_000, gt=0, description="Most rows in one ingest batch.")
+    max_row_errors: int = Field(100, gt=0, description="Row errors reported per rejected batch.")
+    history_messages: int = Field(10, gt=0, description="Session messages given to the model.")
+    max_iterations: int = Field(5, gt=0, description="Agent loop iterations before fallback.")
+    page_size_max: int = Field(100, gt=0, description="Largest page of a paginated list.")
+
+
+class Timeouts(_Section):
+    request_s: float = Field(120.0, gt=0, description="End-to-end budget of one request.")
+    model_s: float = Field(90.0, gt=0, description="One model call.")
+    tool_s: float = Field(15.0, gt=0, description="One tool call.")
+    embed_s: float = Field(15.0, gt=0, description="One embedding call.")
+
+
+class LLMSettings(_Section):
+    backend: Literal["local", "vllm", "openai"] = "local"
+    model: str = Field("qwen2.5-coder-0.5b-instruct-q4_k_m", description="Model id or name.")
+    base_url: str | None = Field(None, description="openai backend: endpoint base URL.")
+    api_key: str | None = Field(None, description="openai backend: API key.")
+    max_tokens: int = Field(512, gt=0)
+
+
+class EmbedderSettings(_Section):
+    model: str = Field("all-MiniLM-L6-v2", description="Model id or path; CPU default bundled.")
+    device: str = "cpu"
+    fp16: bool = False
+    batch_size: int = Field(64, gt=0)
+
+
+class AppSettings(BaseSettings):
+    """Everything the app and its jobs read; documented where declared."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="CROW_", env_nested_delimiter="__", extra="forbid", frozen=True
+    )
+
+    var_dir: Path = Field(Path("var"), description="Root of all local state.")
+    data_root: Path | None = Field(None, description="Parquet data; default <var_dir>/data.")
+    index_root: Path | None = Field(None, description="FAISS indexes; default <var_dir>/indexes.")
+    chat_db: Path | None = Field(
+        None, description="Chat-state DuckDB; default <var_dir>/chat.duckdb"
+    )
+    model_cache: Path | None = Field(
+        None, description="Assembled models; default <var_dir>/models."
+    )
+    limits: Limits = Limits()
+    timeouts: Timeouts = Timeouts()
+    llm: LLMSettings = LLMSettings()
+    embedder: EmbedderSettings = EmbedderSettings()
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Environment first: a CROW_* variable overrides the serve_config args.
+        return env_settings, init_settings
+
+    @classmethod
+    def from_args(cls, args: dict[str, Any] | None = None) -> AppSettings:
+        return cls(**(args or {}))
+
+    @property
+    def data_dir(self) -> Path:
+        return self.data_root or self.var_dir / "data"
+
+    @property
+    def index_dir(self) -> Path:
+        return self.index_root or self.var_dir / "indexes"
+
+    @property
+    def chat_db_path(self) -> Path:
+        return self.chat_db or self.var_dir / "chat.duckdb"
+
+    @property
+    def model_cache_dir(self) -> Path:
+        return self.model_cache or self.var_dir / "models"

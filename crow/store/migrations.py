@@ -1,0 +1,117 @@
+"""Numbered schema migrations of the chat-state database, recorded in ``_migrations``.
+
+Append new migrations to the end of MIGRATIONS; never edit one that has shipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import duckdb
+
+Migration = Callable[[duckdb.DuckDBPyConnection], None]
+
+
+def m001_core(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(
+        """
+        CREATE TABLE organizations (
+            id VARCHAR PRIMARY KEY,
+            name VARCHAR NOT NULL,
+            created_at TIMESTAMP NOT NULL
+        )
+        """
+    )
+    # Chat and Q&A sessions share a shape; `kind` keeps them apart.
+    con.execute(
+        """
+        CREATE TABLE sessions (
+            id VARCHAR PRIMARY KEY,
+            kind VARCHAR NOT NULL CHECK (kind IN ('chat', 'qna')),
+            org_id VARCHAR NOT NULL,
+            title VARCHAR,
+            created_at TIMESTAMP NOT NULL,
+            updated_at TIMESTAMP NOT NULL
+        )
+        """
+    )
+    con.execute("CREATE INDEX sessions_org ON sessions (org_id, kind, updated_at)")
+    con.execute(
+        """
+        CREATE TABLE messages (
+            id VARCHAR PRIMARY KEY,
+            session_id VARCHAR NOT NULL,
+            org_id VARCHAR NOT NULL,
+            seq BIGINT NOT NULL,
+            role VARCHAR NOT NULL CHECK (role IN ('user', 'assistant', 'system')),
+            content VARCHAR NOT NULL,
+            sources JSON NOT NULL DEFAULT '[]',
+            tool_steps JSON NOT NULL DEFAULT '[]',
+            timings JSON NOT NULL DEFAULT '{}',
+            created_at TIMESTAMP NOT NULL
+        )
+        """
+    )
+    con.execute("CREATE UNIQUE INDEX messages_seq ON messages (session_id, seq)")
+
+
+def m002_indexes_and_jobs(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(
+        """
+        CREATE TABLE index_versions (
+            org_id VARCHAR NOT NULL,
+            collection VARCHAR NOT NULL,
+            version VARCHAR NOT NULL,
+            kind VARCHAR NOT NULL,
+            row_count BIGINT NOT NULL,
+            model VARCHAR NOT NULL,
+            created_at TIMESTAMP NOT NULL,
+            PRIMARY KEY (org_id, collection, version)
+        )
+        """
+    )
+    con.execute(
+        """
+        CREATE TABLE job_runs (
+            id VARCHAR PRIMARY KEY,
+            org_id VARCHAR NOT NULL,
+            kind VARCHAR NOT NULL,
+            state VARCHAR NOT NULL
+                CHECK (state IN ('pending', 'running', 'succeeded', 'failed', 'stopped')),
+            rows_done BIGINT NOT NULL DEFAULT 0,
+            rows_total BIGINT,
+            detail VARCHAR,
+            created_at TIMESTAMP NOT NULL,
+            updated_at TIMESTAMP NOT NULL
+        )
+        """
+    )
+
+
+MIGRATIONS: list[Migration] = [m001_core, m002_indexes_and_jobs]
+
+
+def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Apply the migrations not yet recorded, each in its own transaction; returns their names."""
+    con.execute(
+        "CREATE TABLE IF NOT EXISTS _migrations "
+        "(id INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)"
+    )
+    done = {row[0] for row in con.execute("SELECT id FROM _migrations").fetchall()}
+    applied = []
+    for number, migration in enumerate(MIGRATIONS, start=1):
+        if number in done:
+            continue
+        con.execute("BEGIN TRANSACTION")
+        try:
+            migration(con)
+            con.execute(
+                "INSERT INTO _migrations VALUES (?, ?, current_timestamp::TIMESTAMP)",
+                [number, migration.__name__],
+            )
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        applied.append(migration.__name__)
+    return applied

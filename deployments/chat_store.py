@@ -1,0 +1,22 @@
+"""ChatStore deployment: the single writer of the chat-state DuckDB file."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ray import serve
+
+from crow.settings import AppSettings
+from crow.store.chat_store import ChatStore
+
+
+@serve.deployment(
+    name="ChatStore",
+    # DuckDB allows one read-write process per file: exactly one replica, never autoscaled.
+    num_replicas=1,
+    max_ongoing_requests=64,
+    ray_actor_options={"num_cpus": 0.1},
+)
+class ChatStoreDeployment(ChatStore):
+    def __init__(self, settings: dict[str, Any]) -> None:
+        super().__init__(AppSettings.from_args(settings).chat_db_path)

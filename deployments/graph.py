@@ -1,0 +1,31 @@
+"""The application graph: ``build_app`` is the import_path of serve_config.yaml."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ray.serve import Application
+
+from crow.settings import AppSettings
+from deployments.chat_store import ChatStoreDeployment
+from deployments.ingress import Ingress
+
+_PATH_FIELDS = ("var_dir", "data_root", "index_root", "chat_db", "model_cache")
+
+
+def resolve_args(args: dict[str, Any]) -> dict[str, Any]:
+    """Validated args (a typo fails here) with paths made absolute for every replica."""
+    settings = AppSettings.from_args(args)
+    resolved = dict(args)
+    for name in _PATH_FIELDS:
+        value = getattr(settings, name)
+        if value is not None:
+            resolved[name] = str(Path(value).resolve())
+    return resolved
+
+
+def build_app(args: dict[str, Any]) -> Application:
+    settings = resolve_args(args)
+    chat_store = ChatStoreDeployment.bind(settings)
+    return Ingress.bind(settings, chat_store)

@@ -1,0 +1,33 @@
+"""Ingress deployment: the FastAPI app of crow.api, served by Ray Serve."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI
+from ray import serve
+from ray.serve.handle import DeploymentHandle
+
+from crow.api.app import create_app
+from crow.datalake import DataLake
+from crow.services import Services
+from crow.settings import AppSettings
+from deployments.handles import HandleProxy
+
+
+@serve.deployment(name="Ingress", max_ongoing_requests=200, ray_actor_options={"num_cpus": 0.1})
+@serve.ingress()
+class Ingress:
+    def __init__(self, settings: dict[str, Any], chat_store: DeploymentHandle) -> None:
+        app_settings = AppSettings.from_args(settings)
+        self.services = Services(
+            settings=app_settings,
+            lake=DataLake(app_settings.data_dir),
+            store=HandleProxy(chat_store),
+        )
+
+    def __serve_build_asgi_app__(self) -> FastAPI:
+        return create_app(self.services)
+
+    async def check_health(self) -> None:
+        await self.services.store.check_health()

@@ -1,0 +1,58 @@
+"""Shared fixtures: a data lake with two orgs, a chat store, and the HTTP app over them."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from crow.api.app import create_app
+from crow.datalake import DataLake
+from crow.services import Services, ThreadProxy
+from crow.settings import AppSettings
+from crow.store.chat_store import ChatStore
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+ORG_A, ORG_B = "acme-outdoor", "fresh-mart"
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> AppSettings:
+    return AppSettings.from_args({"var_dir": str(tmp_path / "var")})
+
+
+@pytest.fixture
+def lake(settings: AppSettings) -> DataLake:
+    lake = DataLake(settings.data_dir)
+    lake.register_org(ORG_A, "Acme Outdoor")
+    lake.register_org(ORG_B, "Fresh Mart")
+    return lake
+
+
+@pytest.fixture
+def store(settings: AppSettings) -> Iterator[ChatStore]:
+    store = ChatStore(settings.chat_db_path)
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def client(settings: AppSettings, lake: DataLake, store: ChatStore) -> Iterator[TestClient]:
+    app = create_app(Services(settings=settings, lake=lake, store=ThreadProxy(store)))
+    with TestClient(app, raise_server_exceptions=False) as c:
+        yield c
+
+
+def assert_error(response, status: int, code: str) -> dict:
+    """The one error shape, with the expected status and code."""
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert set(body) == {"error"}
+    assert body["error"]["code"] == code
+    assert isinstance(body["error"]["message"], str) and body["error"]["message"]
+    return body["error"]

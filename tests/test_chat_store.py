@@ -1,0 +1,115 @@
+"""Every store query is scoped to an org: another org's session looks exactly like a missing one."""
+
+import pytest
+
+from crow.store.chat_store import ChatStore, session_title
+
+A, B = "acme-outdoor", "fresh-mart"
+
+
+@pytest.fixture
+def mem_store():
+    store = ChatStore(":memory:")
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def a_session(mem_store):
+    s = mem_store.create_session(A)
+    mem_store.add_message(A, s["id"], "user", "How many web interactions happened last week?")
+    mem_store.add_message(A, s["id"], "assistant", "1,234.", sources=[{"type": "interaction"}])
+    return s
+
+
+def test_sessions_are_invisible_to_other_orgs(mem_store, a_session):
+    sid = a_session["id"]
+    assert mem_store.get_session(B, sid) is None
+    assert mem_store.list_sessions(B) == ([], 0)
+    assert mem_store.list_messages(B, sid) == []
+    assert mem_store.add_message(B, sid, "user", "sneaky") is None
+    assert mem_store.delete_session(B, sid) is False
+    # ... and nothing about A's session changed.
+    assert mem_store.get_session(A, sid)["message_count"] == 2
+    assert mem_store.list_messages(A, sid)[0]["content"].startswith("How many")
+
+
+def test_chat_and_qna_sessions_are_kept_apart(mem_store, a_session):
+    qna = mem_store.create_session(A, kind="qna")
+    assert mem_store.get_session(A, qna["id"], kind="chat") is None
+    assert mem_store.get_session(A, a_session["id"], kind="qna") is None
+    assert [s["id"] for s in mem_store.list_sessions(A, kind="qna")[0]] == [qna["id"]]
+
+
+def test_jobs_and_index_versions_are_scoped(mem_store):
+    job = mem_store.create_job_run(A, "reindex")
+    mem_store.update_job_run(A, job["id"], state="running", rows_done=5, rows_total=10)
+    mem_store.update_job_run(B, job["id"], state="failed")  # another org: no effect
+    assert mem_store.get_job_run(B, job["id"]) is None
+    got = mem_store.get_job_run(A, job["id"])
+    assert (got["state"], got["rows_done"], got["rows_total"]) == ("running", 5, 10)
+    mem_store.record_index_version(A, "products", "v1", kind="flat", row_count=5, model="m")
+    assert mem_store.list_index_versions(B) == []
+    assert [v["version"] for v in mem_store.list_index_versions(A)] == ["v1"]
+
+
+def test_title_comes_from_the_first_user_message(mem_store, a_session):
+    assert (
+        mem_store.get_session(A, a_session["id"])["title"]
+        == "How many web interactions happened last"
+    )
+    mem_store.add_message(A, a_session["id"], "user", "A later question changes nothing")
+    assert mem_store.get_session(A, a_session["id"])["title"].startswith("How many web")
+
+
+@pytest.mark.parametrize(
+    ("text", "title"),
+    [
+        ("Hi", "Hi"),
+        ("  What   are our   top products?  ", "What are our top products?"),
+        ("one two three four five six seven", "one two three four five six"),
+        ("Supercalifragilistic expialidocious antidisestablishmentarianism x", None),
+    ],
+)
+def test_title_rule(text, title):
+    got = session_title(text)
+    assert len(got) <= 40
+    assert len(got.split()) <= 6
+    if title is not None:
+        assert got == title
+
+
+def test_messages_page_backwards_oldest_first(mem_store):
+    s = mem_store.create_session(A)
+    for i in range(7):
+        mem_store.add_message(A, s["id"], "user", f"m{i}")
+    last = mem_store.list_messages(A, s["id"], limit=3)
+    assert [m["content"] for m in last] == ["m4", "m5", "m6"]
+    older = mem_store.list_messages(A, s["id"], limit=3, before=last[0]["seq"])
+    assert [m["content"] for m in older] == ["m1", "m2", "m3"]
+    assert [m["content"] for m in mem_store.list_messages(A, s["id"], limit=3, before=2)] == ["m0"]
+
+
+def test_delete_removes_session_and_messages(mem_store, a_session):
+    assert mem_store.delete_session(A, a_session["id"]) is True
+    assert mem_store.get_session(A, a_session["id"]) is None
+    assert mem_store.list_messages(A, a_session["id"]) == []
+    assert mem_store._query("SELECT count(*) AS n FROM messages")[0]["n"] == 0
+
+
+def test_message_id_makes_add_idempotent(mem_store):
+    s = mem_store.create_session(A)
+    first = mem_store.add_message(A, s["id"], "user", "hello", message_id="msg_client_1")
+    again = mem_store.add_message(A, s["id"], "user", "hello", message_id="msg_client_1")
+    assert first == again
+    assert mem_store.get_session(A, s["id"])["message_count"] == 1
+
+
+def test_sessions_list_newest_activity_first_with_total(mem_store):
+    ids = [mem_store.create_session(A)["id"] for _ in range(4)]
+    mem_store.add_message(A, ids[0], "user", "bump")
+    page, total = mem_store.list_sessions(A, limit=2)
+    assert total == 4
+    assert page[0]["id"] == ids[0]
+    rest, _ = mem_store.list_sessions(A, limit=10, offset=2)
+    assert len(rest) == 2 and not {s["id"] for s in rest} & {s["id"] for s in page}

@@ -1,0 +1,190 @@
+"""Ingestion over HTTP: each format, all-or-nothing batches, per-row errors, write modes."""
+
+import csv
+import io
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tests.conftest import ORG_A, ORG_B, assert_error
+
+PRODUCTS = [
+    {"id": "p1", "title": "Dome Tent 2", "category": "Tents", "price": 199.0,
+     "attributes": {"color": "green"}},
+    {"id": "p2", "title": "Trail Runner", "category": "Footwear", "price": 120.5,
+     "description": "Light and fast"},
+]  # fmt: skip
+INTERACTIONS = [
+    {"id": "i1", "channel": "web", "occurred_at": "2026-11-01T10:00:00Z", "text": "Viewed tent",
+     "product_id": "p1", "metadata": {"device": "mobile"}},
+    {"id": "i2", "channel": "cctv", "occurred_at": "2026-11-02T11:00:00", "text": "Dwelled 40s"},
+]  # fmt: skip
+
+
+def as_jsonl(rows) -> bytes:
+    return "\n".join(json.dumps(r) for r in rows).encode()
+
+
+def as_csv(rows) -> bytes:
+    fields = sorted({k for r in rows for k in r})
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=fields)
+    writer.writeheader()
+    for r in rows:
+        writer.writerow({k: json.dumps(v) if isinstance(v, dict) else v for k, v in r.items()})
+    return out.getvalue().encode()
+
+
+def as_parquet(rows) -> bytes:
+    table = pa.Table.from_pylist(
+        [{k: json.dumps(v) if isinstance(v, dict) else v for k, v in r.items()} for r in rows]
+    )
+    buf = io.BytesIO()
+    pq.write_table(table, buf)
+    return buf.getvalue()
+
+
+def post(client, collection, body, *, content_type=None, org=ORG_A, **params):
+    headers = {"X-Organization-Id": org}
+    if content_type:
+        headers["Content-Type"] = content_type
+    return client.post(f"/api/v1/ingest/{collection}", content=body, headers=headers, params=params)
+
+
+@pytest.mark.parametrize(
+    ("encode", "content_type"),
+    [(as_jsonl, "application/x-ndjson"), (as_csv, "text/csv"),
+     (as_parquet, "application/vnd.apache.parquet")],
+)  # fmt: skip
+@pytest.mark.parametrize(
+    ("collection", "rows"), [("products", PRODUCTS), ("interactions", INTERACTIONS)]
+)
+def test_each_format_is_ingested_and_readable(client, lake, encode, content_type, collection, rows):
+    r = post(client, collection, encode(rows), content_type=content_type)
+    assert r.status_code == 201, r.text
+    assert r.json()["rows_written"] == r.json()["rows_total"] == 2
+    table = lake.read_table(ORG_A, collection).to_pylist()
+    assert sorted(t["id"] for t in table) == sorted(x["id"] for x in rows)
+    first = next(t for t in table if t["id"] == rows[0]["id"])
+    nested = "attributes" if collection == "products" else "metadata"
+    assert json.loads(first[nested]) == rows[0][nested]
+    assert lake.count(ORG_B, collection) == 0  # the other org got nothing
+
+
+def test_format_from_query_parameter_overrides_content_type(client, lake):
+    r = post(client, "products", as_csv(PRODUCTS), content_type="application/octet-stream",
+             format="csv")  # fmt: skip
+    assert r.status_code == 201, r.text
+
+
+def test_unknown_format_is_415(client):
+    assert_error(
+        post(client, "products", b"x", content_type="text/plain"), 415, "unsupported_media_type"
+    )
+
+
+def test_a_bad_row_rejects_the_whole_batch_and_writes_nothing(client, lake, settings):
+    assert (
+        post(
+            client, "products", as_jsonl(PRODUCTS), content_type="application/x-ndjson"
+        ).status_code
+        == 201
+    )
+    before = sorted(p.name for p in settings.data_dir.rglob("*"))
+    bad = [
+        {"id": "p3", "title": "Ok", "category": "Tents", "price": 10},
+        {"id": "p4", "title": "", "category": "Tents", "price": -5},
+        {"id": "p5", "title": "No category", "price": 3, "colour": "red"},
+    ]
+    error = assert_error(post(client, "products", as_jsonl(bad), content_type="application/x-ndjson"),
+                         422, "invalid_rows")  # fmt: skip
+    assert "2 of 3 rows are invalid" in error["message"]
+    got = {(d["row"], d["field"]) for d in error["details"]}
+    assert {(2, "title"), (2, "price"), (3, "category"), (3, "colour")} <= got
+    assert all(d["reason"] for d in error["details"])
+    assert lake.count(ORG_A, "products") == 2
+    assert sorted(p.name for p in settings.data_dir.rglob("*")) == before
+
+
+def test_malformed_jsonl_and_csv_values_are_row_errors(client, lake):
+    error = assert_error(
+        post(client, "interactions", b'{"id": "i1"}\nnot json\n[1]', content_type="application/x-ndjson"),
+        422, "invalid_rows",
+    )  # fmt: skip
+    assert [d["row"] for d in error["details"]] == [2, 3]
+    csv_body = b"id,channel,occurred_at,text,metadata\ni9,web,2026-01-01T00:00:00,hi,{oops\n"
+    error = assert_error(
+        post(client, "interactions", csv_body, content_type="text/csv"), 422, "invalid_rows"
+    )
+    assert error["details"][0]["field"] == "metadata" and "JSON" in error["details"][0]["reason"]
+    assert lake.count(ORG_A, "interactions") == 0
+
+
+def test_duplicate_and_existing_ids(client, lake):
+    dup = [PRODUCTS[0], PRODUCTS[0]]
+    error = assert_error(post(client, "products", as_jsonl(dup), content_type="application/x-ndjson"),
+                         422, "invalid_rows")  # fmt: skip
+    assert error["details"] == [{"row": 2, "field": "id", "reason": "duplicate of row 1"}]
+    post(client, "products", as_jsonl(PRODUCTS), content_type="application/x-ndjson")
+    error = assert_error(post(client, "products", as_jsonl(PRODUCTS[:1]), content_type="application/x-ndjson"),
+                         422, "invalid_rows")  # fmt: skip
+    assert "mode=upsert" in error["details"][0]["reason"]
+    assert lake.count(ORG_A, "products") == 2
+
+
+def test_upsert_replaces_by_id_and_replace_swaps_everything(client, lake):
+    post(client, "products", as_jsonl(PRODUCTS), content_type="application/x-ndjson")
+    changed = [
+        {**PRODUCTS[0], "price": 149.0},
+        {"id": "p9", "title": "New", "category": "Tents", "price": 1},
+    ]
+    r = post(
+        client, "products", as_jsonl(changed), content_type="application/x-ndjson", mode="upsert"
+    )
+    assert r.json()["rows_total"] == 3
+    prices = {p["id"]: p["price"] for p in lake.read_table(ORG_A, "products").to_pylist()}
+    assert prices == {"p1": 149.0, "p2": 120.5, "p9": 1.0}
+    r = post(
+        client,
+        "products",
+        as_jsonl(changed[1:]),
+        content_type="application/x-ndjson",
+        mode="replace",
+    )
+    assert r.json()["rows_total"] == 1
+
+
+def test_upload_size_is_bounded(settings, lake, store):
+    from fastapi.testclient import TestClient
+
+    from crow.api.app import create_app
+    from crow.services import Services, ThreadProxy
+    from crow.settings import AppSettings
+
+    small = AppSettings.from_args(
+        {"var_dir": str(settings.var_dir), "limits": {"max_ingest_bytes": 100}}
+    )
+    app = create_app(Services(settings=small, lake=lake, store=ThreadProxy(store)))
+    with TestClient(app) as c:
+        assert_error(
+            post(c, "products", b"x" * 101, content_type="text/csv"), 413, "payload_too_large"
+        )
+    assert lake.count(ORG_A, "products") == 0
+
+
+def test_bad_collection_and_mode_are_422(client):
+    assert_error(
+        post(client, "customers", b"{}", content_type="application/x-ndjson"),
+        422,
+        "invalid_request",
+    )
+    assert_error(post(client, "products", b"{}", content_type="application/x-ndjson", mode="merge"),
+                 422, "invalid_request")  # fmt: skip
+
+
+def test_empty_upload_is_rejected(client):
+    assert_error(
+        post(client, "products", b"", content_type="application/x-ndjson"), 422, "invalid_rows"
+    )

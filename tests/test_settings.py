@@ -1,0 +1,33 @@
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from crow.settings import AppSettings
+
+
+def test_args_fill_settings_and_derive_paths():
+    s = AppSettings.from_args({"var_dir": "/srv/crow", "limits": {"max_message_chars": 99}})
+    assert s.limits.max_message_chars == 99
+    assert s.data_dir == Path("/srv/crow/data")
+    assert s.chat_db_path == Path("/srv/crow/chat.duckdb")
+    assert s.index_dir == Path("/srv/crow/indexes")
+
+
+def test_environment_overrides_args(monkeypatch):
+    monkeypatch.setenv("CROW_VAR_DIR", "/from/env")
+    monkeypatch.setenv("CROW_LIMITS__MAX_MESSAGE_CHARS", "123")
+    monkeypatch.setenv("CROW_LLM__BACKEND", "openai")
+    s = AppSettings.from_args({"var_dir": "/from/args", "limits": {"max_message_chars": 5}})
+    assert s.var_dir == Path("/from/env")
+    assert s.limits.max_message_chars == 123
+    assert s.llm.backend == "openai"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [{"var_dri": "x"}, {"limits": {"max_mesage_chars": 1}}, {"llm": {"backend": "gpt"}}],
+)
+def test_typos_and_bad_values_are_rejected(args):
+    with pytest.raises(ValidationError):
+        AppSettings.from_args(args)
