@@ -1,0 +1,115 @@
+"""DuckDB queries over an organization's Parquet data: counts, breakdowns, popularity.
+
+Read-only and stateless: any process can run them while ingestion writes (a query sees the
+dataset version that was current when it started).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from crow.datalake import DataLake
+from crow.records import CHANNELS
+
+
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat().replace("+00:00", "Z")
+
+
+def _where(
+    channel: str | None, since: datetime | None, until: datetime | None
+) -> tuple[str, list[Any]]:
+    clauses, params = [], []
+    if channel:
+        clauses.append("channel = ?")
+        params.append(channel)
+    if since:
+        clauses.append("occurred_at >= ?")
+        params.append(since)
+    if until:
+        clauses.append("occurred_at < ?")
+        params.append(until)
+    return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
+
+
+class Analytics:
+    def __init__(self, lake: DataLake) -> None:
+        self.lake = lake
+
+    def interaction_summary(
+        self,
+        org_id: str,
+        *,
+        channel: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> dict[str, Any]:
+        """Total, per-channel counts and the time span covered, under optional filters."""
+        by_channel = dict.fromkeys(CHANNELS, 0)
+        first = last = None
+        glob = self.lake.parquet_glob(org_id, "interactions")
+        if glob is not None:
+            where, params = _where(channel, since, until)
+            with duckdb.connect() as con:
+                rows = con.execute(
+                    f"SELECT channel, count(*), min(occurred_at), max(occurred_at) "
+                    f"FROM read_parquet(?){where} GROUP BY channel",
+                    [glob, *params],
+                ).fetchall()
+            for ch, n, lo, hi in rows:
+                by_channel[ch] = n
+                first = lo if first is None or lo < first else first
+                last = hi if last is None or hi > last else last
+        return {
+            "organization_id": org_id,
+            "total": sum(by_channel.values()),
+            "by_channel": by_channel,
+            "first_at": _iso(first),
+            "last_at": _iso(last),
+            "filters": {"channel": channel, "since": _iso(since), "until": _iso(until)},
+        }
+
+    def data_time_range(self, org_id: str) -> tuple[datetime | None, datetime | None]:
+        """First and last interaction time: the clock that relative time words resolve against."""
+        glob = self.lake.parquet_glob(org_id, "interactions")
+        if glob is None:
+            return None, None
+        with duckdb.connect() as con:
+            lo, hi = con.execute(
+                "SELECT min(occurred_at), max(occurred_at) FROM read_parquet(?)", [glob]
+            ).fetchone()
+        return lo, hi
+
+    def interaction_counts(self, org_id: str, product_ids: list[str]) -> dict[str, dict[str, int]]:
+        """Per product: interactions in total and per channel."""
+        glob = self.lake.parquet_glob(org_id, "interactions")
+        out = {pid: {"total": 0, **dict.fromkeys(CHANNELS, 0)} for pid in product_ids}
+        if glob is None or not product_ids:
+            return out
+        with duckdb.connect() as con:
+            con.register("wanted", pa.table({"product_id": product_ids}))
+            rows = con.execute(
+                "SELECT i.product_id, i.channel, count(*) FROM read_parquet(?) i "
+                "JOIN wanted USING (product_id) GROUP BY 1, 2",
+                [glob],
+            ).fetchall()
+        for pid, ch, n in rows:
+            out[pid][ch] = n
+            out[pid]["total"] += n
+        return out
+
+    def top_products(self, org_id: str, *, limit: int = 10) -> list[tuple[str, int]]:
+        """(product id, interactions) of the most interacted-with products."""
+        glob = self.lake.parquet_glob(org_id, "interactions")
+        if glob is None:
+            return []
+        with duckdb.connect() as con:
+            return con.execute(
+                "SELECT product_id, count(*) AS n FROM read_parquet(?) "
+                "WHERE product_id IS NOT NULL GROUP BY 1 ORDER BY n DESC, product_id LIMIT ?",
+                [glob, limit],
+            ).fetchall()

@@ -1,0 +1,72 @@
+"""Relative time words a model passes ("last week", "recent", "past 3 days", "2026-11-01").
+
+They resolve against an anchor, the latest time in the organization's data, so "last week"
+means the last week the data covers, whatever today's date is.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+_UNITS = {"hour": 1 / 24, "day": 1, "week": 7, "month": 30, "quarter": 91, "year": 365}
+_SPAN = re.compile(
+    r"^(?:(?:in )?(?:the )?(?:last|past|previous|recent)\s+)?(?P<n>\d+|a|an|one|two|three|few)?\s*"
+    r"(?P<unit>hour|day|week|month|quarter|year)s?(?: ago)?$"
+)
+_WORDS_N = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "few": 3, None: 1}
+_RECENT = {"recent", "recently", "lately", "latest", "new", "newest", "this week"}
+_ALL = {"", "all", "all time", "ever", "any", "anytime", "none", "null"}
+
+
+class TimeWordError(ValueError):
+    pass
+
+
+def _start_of_day(t: datetime) -> datetime:
+    return t.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def resolve(expr: str | None, anchor: datetime) -> tuple[datetime | None, datetime | None]:
+    """The (start, end) that `expr` names; (None, None) for no restriction."""
+    text = (expr or "").strip().lower().rstrip(".")
+    if text in _ALL:
+        return None, None
+    try:
+        parsed = datetime.fromisoformat(text.upper().replace("Z", "+00:00"))
+    except ValueError:
+        parsed = None
+    if parsed is not None:
+        parsed = parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+        # A bare date names the whole day.
+        return parsed, (parsed + timedelta(days=1) if len(text) == 10 else None)
+    end = anchor + timedelta(microseconds=1)
+    if text in _RECENT:
+        return anchor - timedelta(days=7), end
+    if text == "today":
+        return _start_of_day(anchor), end
+    if text == "yesterday":
+        today = _start_of_day(anchor)
+        return today - timedelta(days=1), today
+    if text in {"this month", "month to date"}:
+        return anchor.replace(day=1, hour=0, minute=0, second=0, microsecond=0), end
+    m = _SPAN.match(text)
+    if m:
+        n = int(m["n"]) if (m["n"] or "").isdigit() else _WORDS_N[m["n"]]
+        return anchor - timedelta(days=n * _UNITS[m["unit"]]), end
+    raise TimeWordError(
+        f"could not understand the time {expr!r}: use an ISO date such as 2026-11-01, "
+        "or words such as 'last week', 'past 30 days', 'yesterday', 'recent'"
+    )
+
+
+def resolve_range(
+    since: str | None, until: str | None, anchor: datetime
+) -> tuple[datetime | None, datetime | None]:
+    """`since` gives the start of its span, `until` the end of its own (an instant: itself)."""
+    start, _ = resolve(since, anchor)
+    until_start, until_end = resolve(until, anchor)
+    end = until_end or until_start
+    if start and end and end <= start:
+        raise TimeWordError(f"'until' ({until}) must come after 'since' ({since})")
+    return start, end

@@ -1,0 +1,77 @@
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from crow.analytics import Analytics
+from crow.ingest import validate_rows
+from crow.timewords import TimeWordError, resolve, resolve_range
+from tests.conftest import ORG_A, ORG_B
+
+ANCHOR = datetime(2026, 11, 28, 22, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def analytics(lake):
+    rows = [
+        {"id": f"i{n}", "channel": ch, "occurred_at": f"2026-11-{day:02d}T12:00:00Z",
+         "text": "x", "product_id": pid}
+        for n, (ch, day, pid) in enumerate(
+            [("web", 1, "p1"), ("web", 20, "p1"), ("cctv", 21, "p2"), ("social", 25, "p1"),
+             ("cctv", 28, None)]
+        )
+    ]  # fmt: skip
+    lake.write(ORG_A, "interactions", [validate_rows("interactions", rows)], mode="replace")
+    return Analytics(lake)
+
+
+def test_summary_counts_per_channel_and_span(analytics):
+    s = analytics.interaction_summary(ORG_A)
+    assert s["total"] == 5 and s["by_channel"] == {"web": 2, "cctv": 2, "social": 1}
+    assert (s["first_at"], s["last_at"]) == ("2026-11-01T12:00:00Z", "2026-11-28T12:00:00Z")
+
+
+def test_summary_filters(analytics):
+    since = datetime(2026, 11, 20, tzinfo=UTC)
+    until = datetime(2026, 11, 25, tzinfo=UTC)
+    assert analytics.interaction_summary(ORG_A, since=since, until=until)["total"] == 2
+    cctv = analytics.interaction_summary(ORG_A, channel="cctv")
+    assert cctv["total"] == 2 and cctv["by_channel"]["web"] == 0
+
+
+def test_summary_of_an_org_without_data_is_zero(analytics):
+    s = analytics.interaction_summary(ORG_B)
+    assert s["total"] == 0 and s["first_at"] is None
+
+
+def test_popularity(analytics):
+    assert analytics.top_products(ORG_A, limit=1) == [("p1", 3)]
+    counts = analytics.interaction_counts(ORG_A, ["p1", "p9"])
+    assert counts["p1"] == {"total": 3, "web": 2, "cctv": 0, "social": 1}
+    assert counts["p9"]["total"] == 0
+    assert analytics.data_time_range(ORG_A)[1] == datetime(2026, 11, 28, 12, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("expr", "days"),
+    [("last week", 7), ("past week", 7), ("recent", 7), ("last 30 days", 30), ("past 3 days", 3),
+     ("last month", 30), ("in the last 24 hours", 1), ("Last Quarter", 91)],
+)  # fmt: skip
+def test_relative_words_resolve_against_the_anchor(expr, days):
+    start, end = resolve(expr, ANCHOR)
+    assert ANCHOR - start == timedelta(days=days)
+    assert end > ANCHOR
+
+
+def test_dates_and_ranges():
+    assert resolve("yesterday", ANCHOR) == (
+        datetime(2026, 11, 27, tzinfo=UTC),
+        datetime(2026, 11, 28, tzinfo=UTC),
+    )
+    assert resolve_range("2026-11-01", "2026-11-10", ANCHOR) == (
+        datetime(2026, 11, 1, tzinfo=UTC), datetime(2026, 11, 11, tzinfo=UTC))  # fmt: skip
+    assert resolve_range(None, None, ANCHOR) == (None, None)
+    assert resolve_range("all time", "", ANCHOR) == (None, None)
+    with pytest.raises(TimeWordError, match="ISO date"):
+        resolve("the other day-ish", ANCHOR)
+    with pytest.raises(TimeWordError, match="after"):
+        resolve_range("2026-11-10", "2026-11-01", ANCHOR)
