@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 
@@ -51,6 +51,29 @@ class EmbedderSettings(_Section):
     batch_size: int = Field(64, gt=0)
 
 
+class KnowledgeSource(_Section):
+    """Where a full org_context reindex reads the organization's documents from."""
+
+    kind: Literal["git", "folder"]
+    location: str = Field(description="git URL or path, or a folder of .md/.txt files.")
+    ref: str | None = Field(None, description="git branch or tag; default the remote HEAD.")
+
+
+class OrgSettings(_Section):
+    knowledge_source: KnowledgeSource | None = None
+    reindex_cron: str | None = Field(None, description="Cron expression of scheduled reindexes.")
+
+    @field_validator("reindex_cron")
+    @classmethod
+    def _valid_cron(cls, value: str | None) -> str | None:
+        if value is not None:
+            from croniter import croniter
+
+            if not croniter.is_valid(value):
+                raise ValueError(f"not a valid cron expression: {value!r}")
+        return value
+
+
 class AppSettings(BaseSettings):
     """Everything the app and its jobs read; documented where declared."""
 
@@ -71,6 +94,9 @@ class AppSettings(BaseSettings):
     timeouts: Timeouts = Timeouts()
     llm: LLMSettings = LLMSettings()
     embedder: EmbedderSettings = EmbedderSettings()
+    orgs: dict[str, OrgSettings] = Field(
+        default_factory=dict, description="Per-organization knowledge source and schedule."
+    )
 
     @classmethod
     def settings_customise_sources(
