@@ -31,6 +31,12 @@ class ThreadProxy:
 
 @dataclass(frozen=True)
 class Services:
+    """Async facades (``await x.method(...)``) over the app's components."""
+
     settings: AppSettings
     lake: DataLake
-    store: Any  # async facade over crow.store.chat_store.ChatStore
+    store: Any  # crow.store.chat_store.ChatStore
+    embedder: Any = None  # models.embedder.Embedder (embed, dim)
+    retriever: Any = None  # crow.search.SearchService
+    analytics: Any = None  # crow.analytics.Analytics
+    indexer: Any = None  # crow.indexer.Indexer (already async)

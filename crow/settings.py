@@ -14,6 +14,16 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 
+def serve_config_args(path: Path | str, app: str = "crow") -> dict[str, Any]:
+    import yaml
+
+    config = yaml.safe_load(Path(path).read_text())
+    for application in config.get("applications", []):
+        if application.get("name") == app:
+            return dict(application.get("args") or {})
+    raise KeyError(f"{path} has no application named {app!r}")
+
+
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -48,7 +58,9 @@ class EmbedderSettings(_Section):
     model: str = Field("all-MiniLM-L6-v2", description="Model id or path; CPU default bundled.")
     device: str = "cpu"
     fp16: bool = False
-    batch_size: int = Field(64, gt=0)
+    batch_size: int = Field(64, gt=0, description="Texts per forward pass.")
+    max_batch_size: int = Field(32, gt=0, description="Serve dynamic batching: most requests.")
+    batch_wait_timeout_s: float = Field(0.01, ge=0, description="Serve batching: longest wait.")
 
 
 class KnowledgeSource(_Section):
@@ -74,6 +86,24 @@ class OrgSettings(_Section):
         return value
 
 
+class SearchSettings(_Section):
+    default_limit: int = Field(10, gt=0)
+    max_limit: int = Field(50, gt=0)
+    exact_threshold: int = Field(50_000, gt=0, description="Rows below which search is exact.")
+    nprobe: int = Field(32, gt=0, description="IVF lists scanned per query (approximate).")
+    use_gpu: bool = Field(False, description="Move indexes to GPUs (faiss-gpu).")
+
+
+class ReindexSettings(_Section):
+    index_missing_on_start: bool = Field(
+        True, description="At app start, submit a reindex job for every org without indexes."
+    )
+    batch_size: int = Field(256, gt=0, description="Rows per embedding batch in the Ray Job.")
+    pool_size: int = Field(1, gt=0, description="Embedding actors in the Ray Data pool.")
+    num_cpus: float = Field(1.0, ge=0, description="CPUs per embedding actor.")
+    num_gpus: float = Field(0.0, ge=0, description="GPUs per embedding actor.")
+
+
 class AppSettings(BaseSettings):
     """Everything the app and its jobs read; documented where declared."""
 
@@ -94,6 +124,8 @@ class AppSettings(BaseSettings):
     timeouts: Timeouts = Timeouts()
     llm: LLMSettings = LLMSettings()
     embedder: EmbedderSettings = EmbedderSettings()
+    search: SearchSettings = SearchSettings()
+    reindex: ReindexSettings = ReindexSettings()
     orgs: dict[str, OrgSettings] = Field(
         default_factory=dict, description="Per-organization knowledge source and schedule."
     )
@@ -113,6 +145,11 @@ class AppSettings(BaseSettings):
     @classmethod
     def from_args(cls, args: dict[str, Any] | None = None) -> AppSettings:
         return cls(**(args or {}))
+
+    @classmethod
+    def from_serve_config(cls, path: Path | str, app: str = "crow") -> AppSettings:
+        """The settings of one application of a serve_config.yaml (what jobs run with)."""
+        return cls.from_args(serve_config_args(path, app))
 
     @property
     def data_dir(self) -> Path:

@@ -15,7 +15,7 @@ from crow.store.chat_store import ChatStore
     # DuckDB allows one read-write process per file: exactly one replica, never autoscaled.
     num_replicas=1,
     max_ongoing_requests=64,
-    ray_actor_options={"num_cpus": 0.1},
+    ray_actor_options={"num_cpus": 0},
 )
 class ChatStoreDeployment(ChatStore):
     def __init__(self, settings: dict[str, Any]) -> None:

@@ -8,8 +8,12 @@ from typing import Any
 from ray.serve import Application
 
 from crow.settings import AppSettings
+from deployments.analytics import AnalyticsDeployment
 from deployments.chat_store import ChatStoreDeployment
+from deployments.embedder import EmbedderDeployment
 from deployments.ingress import Ingress
+from deployments.reindex_control import ReindexControlDeployment
+from deployments.retriever import RetrieverDeployment
 
 _PATH_FIELDS = ("var_dir", "data_root", "index_root", "chat_db", "model_cache")
 
@@ -28,4 +32,12 @@ def resolve_args(args: dict[str, Any]) -> dict[str, Any]:
 def build_app(args: dict[str, Any]) -> Application:
     settings = resolve_args(args)
     chat_store = ChatStoreDeployment.bind(settings)
-    return Ingress.bind(settings, chat_store)
+    retriever = RetrieverDeployment.bind(settings)
+    return Ingress.bind(
+        settings,
+        chat_store=chat_store,
+        embedder=EmbedderDeployment.bind(settings),
+        retriever=retriever,
+        analytics=AnalyticsDeployment.bind(settings),
+        reindex=ReindexControlDeployment.bind(settings, chat_store, retriever),
+    )

@@ -15,15 +15,28 @@ from crow.settings import AppSettings
 from deployments.handles import HandleProxy
 
 
-@serve.deployment(name="Ingress", max_ongoing_requests=200, ray_actor_options={"num_cpus": 0.1})
+@serve.deployment(name="Ingress", max_ongoing_requests=200, ray_actor_options={"num_cpus": 0})
 @serve.ingress()
 class Ingress:
-    def __init__(self, settings: dict[str, Any], chat_store: DeploymentHandle) -> None:
+    def __init__(
+        self,
+        settings: dict[str, Any],
+        *,
+        chat_store: DeploymentHandle,
+        embedder: DeploymentHandle,
+        retriever: DeploymentHandle,
+        analytics: DeploymentHandle,
+        reindex: DeploymentHandle,
+    ) -> None:
         app_settings = AppSettings.from_args(settings)
         self.services = Services(
             settings=app_settings,
             lake=DataLake(app_settings.data_dir),
             store=HandleProxy(chat_store),
+            embedder=HandleProxy(embedder),
+            retriever=HandleProxy(retriever),
+            analytics=HandleProxy(analytics),
+            indexer=HandleProxy(reindex),
         )
 
     def __serve_build_asgi_app__(self) -> FastAPI:

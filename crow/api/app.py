@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from crow.api import routes_health, routes_ingest
+from crow.api import routes_health, routes_ingest, routes_qna_index, routes_search
 from crow.api.errors import install_error_handlers
 from crow.services import Services
 
@@ -19,4 +19,6 @@ def create_app(services: Services) -> FastAPI:
     install_error_handlers(app)
     app.include_router(routes_health.router)
     app.include_router(routes_ingest.router)
+    app.include_router(routes_search.router)
+    app.include_router(routes_qna_index.router)
     return app

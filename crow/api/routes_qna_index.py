@@ -1,0 +1,88 @@
+"""Knowledge-base search, single-document indexing and reindex jobs (the Q&A service's index side)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, ConfigDict, Field
+
+from crow.api.deps import OrgDep, ServicesDep
+from crow.api.errors import ApiError
+from crow.api.routes_search import run_search
+from crow.indexing import texts_for
+from crow.ingest import IngestRejected, validate_rows
+
+router = APIRouter(prefix="/api/v1/qna", tags=["knowledge base"])
+
+
+class DocumentIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str | None = Field(None, description="Default: a new id. An existing id is replaced.")
+    title: str = Field(min_length=1, max_length=300)
+    context_type: str = Field("document", min_length=1, max_length=64)
+    body: str = Field(min_length=1, max_length=200_000)
+
+
+class ReindexIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    collections: list[Literal["products", "interactions", "patterns", "org_context"]] = Field(
+        default_factory=lambda: ["org_context"], min_length=1
+    )
+    mode: Literal["full", "incremental"] = "full"
+
+
+@router.get("/search", summary="Semantic search of the organization's knowledge base")
+async def qna_search(
+    org_id: OrgDep,
+    services: ServicesDep,
+    query: Annotated[str, Query(min_length=1, max_length=500)],
+    top_k: Annotated[int, Query(alias="topK", ge=1, le=50)] = 5,
+    organization_id: Annotated[str | None, Query(alias="organizationId")] = None,
+) -> dict[str, Any]:
+    if organization_id is not None and organization_id != org_id:
+        raise ApiError(404, "organization_not_found", "no such organization")
+    return await run_search(services, org_id, "org_context", query, limit=top_k)
+
+
+@router.post("/index", status_code=201, summary="Index one document now")
+async def qna_index(doc: DocumentIn, org_id: OrgDep, services: ServicesDep) -> dict[str, Any]:
+    from crow.ids import new_id
+
+    row = {**doc.model_dump(), "id": doc.id or new_id("doc"), "updated_at": datetime.now(UTC)}
+    try:
+        record = validate_rows("documents", [row])[0]
+    except IngestRejected as exc:
+        raise ApiError(
+            422, "invalid_request", str(exc), [e.as_dict() for e in exc.errors]
+        ) from None
+    vector = await services.embedder.embed(
+        texts_for("org_context", {k: [v] for k, v in record.items()})
+    )
+    version = await services.indexer.index_documents(org_id, [record], vector)
+    return {"organization_id": org_id, "id": record["id"], "index_version": version}
+
+
+@router.post("/reindex", status_code=202, summary="Submit a reindex job")
+async def qna_reindex(
+    org_id: OrgDep, services: ServicesDep, body: ReindexIn | None = None
+) -> dict[str, Any]:
+    body = body or ReindexIn()
+    job = await services.indexer.submit(org_id, list(body.collections), body.mode == "full")
+    return job
+
+
+@router.get("/reindex/{job_id}", summary="Status and progress of a reindex job")
+async def qna_reindex_status(job_id: str, org_id: OrgDep, services: ServicesDep) -> dict[str, Any]:
+    job = await services.indexer.status(org_id, job_id)
+    if job is None:
+        raise ApiError(404, "job_not_found", "no such job")
+    return job
+
+
+@router.get("/reindex", summary="Reindex schedule of the organization", include_in_schema=True)
+async def qna_reindex_schedule(org_id: OrgDep, services: ServicesDep) -> dict[str, Any]:
+    return await services.indexer.schedule(org_id)

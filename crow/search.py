@@ -1,0 +1,180 @@
+"""Semantic search over an organization's indexes, with filters and the rows' fields.
+
+Takes query vectors (the caller embeds once per request), keeps the current index version of
+each (org, collection) in memory, and switches to a new version when the index store's
+CURRENT pointer moves: the new version is loaded in the background while searches keep
+using the old one, then swapped in with one assignment.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from crow.analytics import Analytics
+from crow.datalake import DataLake
+from crow.indexing import DATASET_OF
+from indexes.filters import SearchFilter, allowed_positions, ids_table
+from indexes.gpu import maybe_to_gpu
+from indexes.store import IndexNotFoundError, IndexStore
+from indexes.vector_index import IndexParams, VectorIndex
+
+log = logging.getLogger(__name__)
+SortOrder = Literal["relevance", "popularity"]
+POPULARITY_POOL = 100  # relevance candidates re-ranked by popularity
+
+
+@dataclass
+class _Loaded:
+    version: str
+    index: VectorIndex
+    ids: pa.Table
+
+
+class SearchService:
+    def __init__(
+        self,
+        lake: DataLake,
+        store: IndexStore,
+        *,
+        params: IndexParams | None = None,
+        use_gpu: bool = False,
+    ) -> None:
+        self.lake = lake
+        self.store = store
+        self.params = params
+        self.use_gpu = use_gpu
+        self.analytics = Analytics(lake)
+        self._loaded: dict[tuple[str, str], _Loaded] = {}
+        self._loading: set[tuple[str, str]] = set()
+        self._lock = threading.Lock()
+
+    # --- index versions ------------------------------------------------------------
+    def _load(self, key: tuple[str, str], version: str) -> _Loaded:
+        index = self.store.load(*key, version, params=self.params)
+        if self.use_gpu:
+            index = index.with_faiss_index(maybe_to_gpu(index.faiss_index, True))
+        loaded = _Loaded(version, index, ids_table(index.ids))
+        with self._lock:
+            current = self._loaded.get(key)
+            if current is None or current.version != version:
+                self._loaded[key] = loaded
+            self._loading.discard(key)
+        log.info("serving %s/%s index %s (%d rows)", *key, version, index.count)
+        return loaded
+
+    def _load_in_background(self, key: tuple[str, str], version: str) -> None:
+        def run() -> None:
+            try:
+                self._load(key, version)
+            except Exception:
+                log.exception("loading %s/%s %s failed; keeping the old version", *key, version)
+                with self._lock:
+                    self._loading.discard(key)
+
+        threading.Thread(target=run, name=f"load-{key[0]}-{key[1]}", daemon=True).start()
+
+    def index(self, org_id: str, collection: str) -> _Loaded:
+        """The loaded index to search now; starts loading a newer published version."""
+        key = (org_id, collection)
+        version = self.store.current(org_id, collection)
+        with self._lock:
+            loaded = self._loaded.get(key)
+            stale = loaded is not None and version is not None and loaded.version != version
+            if stale and key not in self._loading:
+                self._loading.add(key)
+                self._load_in_background(key, version)  # type: ignore[arg-type]
+        if loaded is not None:
+            return loaded
+        if version is None:
+            raise IndexNotFoundError(f"{org_id} has no {collection} index yet; run a reindex")
+        return self._load(key, version)
+
+    def refresh(self) -> dict[str, str]:
+        """Load every newer published version now (a reindex calls this); returns versions."""
+        out = {}
+        for key in list(self._loaded):
+            version = self.store.current(*key)
+            if version and self._loaded[key].version != version:
+                self._load(key, version)
+            out["/".join(key)] = self._loaded[key].version
+        return out
+
+    def versions(self) -> dict[str, str]:
+        return {"/".join(k): v.version for k, v in self._loaded.items()}
+
+    # --- search --------------------------------------------------------------------
+    def search(
+        self,
+        org_id: str,
+        collection: str,
+        vector: np.ndarray | None,
+        *,
+        k: int = 10,
+        flt: SearchFilter | None = None,
+        sort: SortOrder = "relevance",
+    ) -> list[dict[str, Any]]:
+        """Hits best first: id, score and the row's fields (products: interaction counts).
+
+        ``vector`` None (products, sort=popularity) ranks the whole catalog by popularity.
+        """
+        flt = flt or SearchFilter()
+        dataset = DATASET_OF[collection]
+        glob = self.lake.parquet_glob(org_id, dataset)
+        if glob is None:
+            return []
+        if vector is None:
+            if collection != "products":
+                raise ValueError("a search without a query is only possible for products")
+            return self._products_by_popularity(org_id, glob, k, flt)
+        loaded = self.index(org_id, collection)
+        allowed = allowed_positions(glob, loaded.ids, collection, flt)
+        want = max(k, POPULARITY_POOL) if sort == "popularity" else k
+        hits = loaded.index.search(vector, want, allowed=allowed)[0]
+        scores = {h.id: h.score for h in hits}
+        rows = self._rows(glob, list(scores))
+        out = [{**rows[i], "score": round(float(scores[i]), 4)} for i in scores if i in rows]
+        if collection == "products":
+            out = self._with_popularity(org_id, out)
+            if sort == "popularity":
+                out.sort(key=lambda r: (-r["interactions"]["total"], -r["score"]))
+        return out[:k]
+
+    def _rows(self, glob: str, ids: list[str]) -> dict[str, dict[str, Any]]:
+        if not ids:
+            return {}
+        with duckdb.connect() as con:
+            con.register("wanted", pa.table({"id": ids}))
+            cur = con.execute("SELECT p.* FROM read_parquet(?) p JOIN wanted USING (id)", [glob])
+            names = [d[0] for d in cur.description]
+            rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+        return {r["id"]: _jsonable(r) for r in rows}
+
+    def _with_popularity(self, org_id: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        counts = self.analytics.interaction_counts(org_id, [r["id"] for r in rows])
+        return [{**r, "interactions": counts[r["id"]]} for r in rows]
+
+    def _products_by_popularity(
+        self, org_id: str, glob: str, k: int, flt: SearchFilter
+    ) -> list[dict[str, Any]]:
+        top = self.analytics.top_products(org_id, limit=max(k * 5, 50))
+        rows = self._rows(glob, [pid for pid, _ in top])
+        ranked = [rows[pid] for pid, _ in top if pid in rows]
+        if flt.category:
+            ranked = [r for r in ranked if r["category"].lower() == flt.category.lower()]
+        return [{**r, "score": None} for r in self._with_popularity(org_id, ranked[:k])]
+
+
+def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for key, value in row.items():
+        if hasattr(value, "isoformat"):
+            value = value.isoformat().replace("+00:00", "Z")
+        out[key] = value
+    return out

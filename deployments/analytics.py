@@ -1,0 +1,21 @@
+"""Analytics deployment: DuckDB queries over the Parquet data."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ray import serve
+
+from crow.analytics import Analytics
+from crow.datalake import DataLake
+from crow.settings import AppSettings
+
+
+@serve.deployment(name="Analytics", max_ongoing_requests=64, ray_actor_options={"num_cpus": 0})
+class AnalyticsDeployment(Analytics):
+    def __init__(self, settings: dict[str, Any]) -> None:
+        super().__init__(DataLake(AppSettings.from_args(settings).data_dir))
+
+    def check_health(self) -> None:
+        if not self.lake.root.exists():
+            raise RuntimeError(f"data root {self.lake.root} is missing")

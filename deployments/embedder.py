@@ -1,0 +1,43 @@
+"""Embedder deployment: sentence-transformers behind Serve's dynamic request batching."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import numpy as np
+from ray import serve
+
+from crow.settings import AppSettings
+from models.embedder import Embedder, SentenceTransformerEmbedder
+
+
+@serve.deployment(name="Embedder", max_ongoing_requests=128, ray_actor_options={"num_cpus": 0})
+class EmbedderDeployment:
+    def __init__(
+        self, settings: dict[str, Any], *, backend_cls: type[Embedder] | None = None
+    ) -> None:
+        cfg = AppSettings.from_args(settings).embedder
+        backend = backend_cls or SentenceTransformerEmbedder
+        self.embedder: Embedder = backend(  # type: ignore[call-arg]
+            cfg.model, device=cfg.device, fp16=cfg.fp16, batch_size=cfg.batch_size
+        )
+        self._embed_batch.set_max_batch_size(cfg.max_batch_size)
+        self._embed_batch.set_batch_wait_timeout_s(cfg.batch_wait_timeout_s)
+
+    @serve.batch(max_batch_size=32, batch_wait_timeout_s=0.01)
+    async def _embed_batch(self, texts: list[str]) -> list[np.ndarray]:
+        # Requests arriving together are encoded in one forward pass, off the event loop.
+        return list(await asyncio.to_thread(self.embedder.embed, texts))
+
+    async def embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.embedder.dim), dtype=np.float32)
+        return np.stack(await asyncio.gather(*(self._embed_batch(t) for t in texts)))
+
+    def info(self) -> dict[str, Any]:
+        return {"model": self.embedder.name, "dim": self.embedder.dim}
+
+    def check_health(self) -> None:
+        if self.embedder.dim <= 0:
+            raise RuntimeError("embedder not loaded")

@@ -1,0 +1,129 @@
+"""ReindexControl deployment: submits reindex Ray Jobs, tracks them, runs the cron schedule."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+from ray import serve
+from ray.job_submission import JobStatus, JobSubmissionClient
+from ray.serve.handle import DeploymentHandle
+
+from crow.indexer import Indexer
+from crow.indexing import INDEX_COLLECTIONS
+from crow.settings import AppSettings
+from deployments.handles import HandleProxy
+
+log = logging.getLogger("ray.serve")  # shown in the replica logs and the console
+SCHEDULE_TICK_S = 30.0
+_RAY_FINAL = {JobStatus.FAILED: "failed", JobStatus.STOPPED: "stopped"}
+
+
+def env_for_job(args: dict[str, Any]) -> dict[str, str]:
+    """The app's settings as CROW_* variables, so the job sees exactly the app's config."""
+    return {
+        f"CROW_{key.upper()}": value if isinstance(value, str) else json.dumps(value)
+        for key, value in args.items()
+    }
+
+
+@serve.deployment(name="ReindexControl", num_replicas=1, ray_actor_options={"num_cpus": 0})
+class ReindexControlDeployment(Indexer):
+    async def __init__(
+        self, settings: dict[str, Any], chat_store: DeploymentHandle, retriever: DeploymentHandle
+    ) -> None:
+        async def notify() -> None:
+            await retriever.refresh.remote()
+
+        super().__init__(AppSettings.from_args(settings), HandleProxy(chat_store), notify=notify)
+        self._args = settings
+        self._client: JobSubmissionClient | None = None
+        self._last_runs: dict[str, str] = {}
+        self._scheduler = asyncio.create_task(self._schedule_loop())
+        if self.settings.reindex.index_missing_on_start:
+            self._first = asyncio.create_task(self._index_missing())
+
+    def _jobs(self) -> JobSubmissionClient:
+        if self._client is None:
+            self._client = JobSubmissionClient("auto")
+        return self._client
+
+    async def _start(self, org_id: str, job_id: str, collections: list[str], full: bool) -> None:
+        command = [sys.executable, "-m", "jobs.reindex", "--org", org_id, "--job-id", job_id,
+                   "--config", "none"]  # fmt: skip
+        for collection in collections:
+            command += ["--collection", collection]
+        if not full:
+            command.append("--incremental")
+        await asyncio.to_thread(
+            self._jobs().submit_job,
+            entrypoint=" ".join(command),
+            submission_id=job_id,
+            runtime_env={"env_vars": env_for_job(self._args)},
+        )
+
+    async def status(self, org_id: str, job_id: str) -> dict[str, Any] | None:
+        record = await self.store.get_job_run(org_id, job_id)
+        if record is None:
+            return None
+        try:
+            ray_status = await asyncio.to_thread(self._jobs().get_job_status, job_id)
+        except Exception:  # not a Ray job (or the dashboard is away): the record is the truth
+            return record
+        final = _RAY_FINAL.get(ray_status)
+        if final and record["state"] in {"pending", "running"}:
+            # The job died without saying so (killed, OOM): the old index version still serves.
+            await self.store.update_job_run(
+                org_id, job_id, state=final, detail=f"Ray job {ray_status}"
+            )
+            record = await self.store.get_job_run(org_id, job_id)
+        return {**record, "ray_status": str(ray_status)}
+
+    async def schedule(self, org_id: str) -> dict[str, Any]:
+        return {**await super().schedule(org_id), "last_run": self._last_runs.get(org_id)}
+
+    async def _index_missing(self) -> None:
+        """First start: one job per org that has data but no index yet, one at a time."""
+        for org in self.lake.list_orgs():
+            org_id = org["id"]
+            missing = [c for c in INDEX_COLLECTIONS if self.index_store.current(org_id, c) is None]
+            if not missing:
+                continue
+            try:
+                job = await self.submit(org_id, missing, True)
+            except Exception:
+                log.exception("could not submit the first reindex of %s", org_id)
+                continue
+            log.info("%s has no %s index yet: reindex job %s submitted", org_id, missing, job["id"])
+            while (job := await self.status(org_id, job["id"]) or job)["state"] in {
+                "pending",
+                "running",
+            }:
+                log.info("%s reindex %s: %s rows %s/%s (%s)", org_id, job["id"], job["state"],
+                         job["rows_done"], job["rows_total"], job["detail"])  # fmt: skip
+                await asyncio.sleep(5)
+            log.info("%s reindex %s %s", org_id, job["id"], job["state"])
+
+    async def _schedule_loop(self) -> None:
+        since = datetime.now(UTC)
+        while True:
+            await asyncio.sleep(SCHEDULE_TICK_S)
+            now = datetime.now(UTC)
+            for org_id in self.due(now, since):
+                try:
+                    job = await self.submit(
+                        org_id, ["products", "interactions", "patterns", "org_context"], True
+                    )
+                    self._last_runs[org_id] = now.isoformat()
+                    log.info("scheduled reindex of %s submitted as %s", org_id, job["id"])
+                except Exception:
+                    log.exception("scheduled reindex of %s could not be submitted", org_id)
+            since = now
+
+    def check_health(self) -> None:
+        if self._scheduler.done():
+            raise RuntimeError("the reindex scheduler stopped")

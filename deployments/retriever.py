@@ -1,0 +1,54 @@
+"""Retriever deployment: FAISS search per org x collection, hot-swapping new index versions."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import numpy as np
+from ray import serve
+
+from crow.datalake import DataLake
+from crow.search import SearchService
+from crow.settings import AppSettings
+from indexes.filters import SearchFilter
+from indexes.store import IndexStore
+from indexes.vector_index import IndexParams
+
+
+@serve.deployment(name="Retriever", max_ongoing_requests=64, ray_actor_options={"num_cpus": 0})
+class RetrieverDeployment:
+    def __init__(self, settings: dict[str, Any]) -> None:
+        s = AppSettings.from_args(settings)
+        s.index_dir.mkdir(parents=True, exist_ok=True)
+        self.service = SearchService(
+            DataLake(s.data_dir),
+            IndexStore(s.index_dir),
+            params=IndexParams(exact_threshold=s.search.exact_threshold, nprobe=s.search.nprobe),
+            use_gpu=s.search.use_gpu,
+        )
+
+    async def search(
+        self,
+        org_id: str,
+        collection: str,
+        vector: np.ndarray | None,
+        *,
+        k: int = 10,
+        flt: SearchFilter | None = None,
+        sort: str = "relevance",
+    ) -> list[dict[str, Any]]:
+        return await asyncio.to_thread(
+            self.service.search, org_id, collection, vector, k=k, flt=flt, sort=sort
+        )
+
+    async def refresh(self) -> dict[str, str]:
+        """Called after a reindex: load newly published versions now."""
+        return await asyncio.to_thread(self.service.refresh)
+
+    def versions(self) -> dict[str, str]:
+        return self.service.versions()
+
+    def check_health(self) -> None:
+        if not self.service.store.root.exists():
+            raise RuntimeError(f"index root {self.service.store.root} is missing")

@@ -1,0 +1,206 @@
+"""Versioned on-disk index store: ``<root>/<org>/<collection>/<version>/``.
+
+A version directory holds ``index.faiss``, ``ids.npy`` and ``meta.json``. New versions are
+written under ``<collection>/.staging/<version>/`` and only ``publish`` moves them next to
+the others (one ``os.rename``) and then points ``CURRENT`` at them (temp file +
+``os.replace``). Readers follow ``CURRENT`` only, so an unpublished or half-written version
+is never served, and a failed build leaves the previous version serving.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from indexes.vector_index import IDS_FILE, INDEX_FILE, IndexParams, VectorIndex
+
+COLLECTIONS = frozenset({"products", "interactions", "patterns", "org_context"})
+ORG_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+VERSION_RE = re.compile(r"^v\d{8}T\d{6}\d{6}Z-[0-9a-f]{6}$")
+META_FILE = "meta.json"
+CURRENT_FILE = "CURRENT"
+STAGING_DIR = ".staging"
+
+
+class IndexNotFoundError(LookupError):
+    """No published index (or no such version) for this org and collection."""
+
+
+@dataclass(frozen=True)
+class IndexMeta:
+    """Contents of ``meta.json``."""
+
+    version: str
+    dim: int
+    model: str
+    count: int
+    kind: str
+    created_at: str
+    source_rows: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def validate_org(org: str) -> str:
+    if not isinstance(org, str) or not ORG_ID_RE.fullmatch(org):
+        raise ValueError("organization id must be 1-64 letters, digits, '_' or '-'")
+    return org
+
+
+def validate_collection(collection: str) -> str:
+    if collection not in COLLECTIONS:
+        raise ValueError(f"collection must be one of {sorted(COLLECTIONS)}")
+    return collection
+
+
+def validate_version(version: str) -> str:
+    if not isinstance(version, str) or not VERSION_RE.fullmatch(version):
+        raise ValueError(f"malformed index version {version!r}")
+    return version
+
+
+def _new_version_name() -> str:
+    now = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
+    return f"v{now}Z-{secrets.token_hex(3)}"
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+class IndexStore:
+    """Versions of FAISS indexes per (org, collection) under ``root``.
+
+    ``keep`` is how many published versions ``publish`` retains (the current one always
+    stays). One writer per (org, collection) at a time: the reindex job.
+    """
+
+    def __init__(self, root: str | Path, *, keep: int = 3) -> None:
+        if keep < 1:
+            raise ValueError("keep must be at least 1")
+        self.root = Path(root)
+        self.keep = keep
+
+    def collection_dir(self, org: str, collection: str) -> Path:
+        return self.root / validate_org(org) / validate_collection(collection)
+
+    # -- writing ---------------------------------------------------------------------------
+    def new_version(self, org: str, collection: str) -> Path:
+        """Create and return an empty staging directory; its name is the version."""
+        staging = self.collection_dir(org, collection) / STAGING_DIR / _new_version_name()
+        staging.mkdir(parents=True)
+        return staging
+
+    def write(
+        self,
+        staging: Path,
+        index: VectorIndex,
+        *,
+        model: str,
+        source_rows: int | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> IndexMeta:
+        """Save ``index`` and its ``meta.json`` into a staging directory."""
+        if staging.parent.name != STAGING_DIR:
+            raise ValueError(f"{staging} is not a staging directory from new_version()")
+        meta = IndexMeta(
+            version=validate_version(staging.name),
+            dim=index.dim,
+            model=model,
+            count=index.count,
+            kind=index.kind,
+            created_at=datetime.now(UTC).isoformat(),
+            source_rows=source_rows,
+            extra=dict(extra or {}),
+        )
+        index.save(staging)
+        _write_atomic(staging / META_FILE, json.dumps(asdict(meta), indent=2))
+        return meta
+
+    def publish(self, org: str, collection: str, version: str) -> None:
+        """Make a staged (or an older published) ``version`` current, then prune."""
+        cdir = self.collection_dir(org, collection)
+        validate_version(version)
+        target = cdir / version
+        staging = cdir / STAGING_DIR / version
+        if staging.is_dir():
+            missing = [f for f in (INDEX_FILE, IDS_FILE, META_FILE) if not (staging / f).is_file()]
+            if missing:
+                raise ValueError(f"version {version} is incomplete: missing {missing}")
+            os.rename(staging, target)
+        elif not (target / META_FILE).is_file():
+            raise IndexNotFoundError(f"no staged or published version {version}")
+        _write_atomic(cdir / CURRENT_FILE, version + "\n")
+        self.prune(org, collection)
+
+    # -- reading ---------------------------------------------------------------------------
+    def current(self, org: str, collection: str) -> str | None:
+        """The published version readers should serve, or ``None``."""
+        try:
+            text = (self.collection_dir(org, collection) / CURRENT_FILE).read_text("utf-8")
+        except FileNotFoundError:
+            return None
+        return validate_version(text.strip())
+
+    def versions(self, org: str, collection: str) -> list[str]:
+        """Published versions, oldest first."""
+        cdir = self.collection_dir(org, collection)
+        if not cdir.is_dir():
+            return []
+        return sorted(p.name for p in cdir.iterdir() if p.is_dir() and VERSION_RE.fullmatch(p.name))
+
+    def _version_dir(self, org: str, collection: str, version: str | None) -> Path:
+        chosen = version if version is not None else self.current(org, collection)
+        if chosen is None:
+            raise IndexNotFoundError(f"no published {collection} index")
+        path = self.collection_dir(org, collection) / validate_version(chosen)
+        if not (path / META_FILE).is_file():
+            raise IndexNotFoundError(f"no published {collection} index version {chosen}")
+        return path
+
+    def meta(self, org: str, collection: str, version: str | None = None) -> IndexMeta:
+        path = self._version_dir(org, collection, version)
+        return IndexMeta(**json.loads((path / META_FILE).read_text("utf-8")))
+
+    def load(
+        self,
+        org: str,
+        collection: str,
+        version: str | None = None,
+        *,
+        params: IndexParams | None = None,
+    ) -> VectorIndex:
+        """Load a published version (default: ``CURRENT``)."""
+        return VectorIndex.load(self._version_dir(org, collection, version), params=params)
+
+    # -- cleanup ---------------------------------------------------------------------------
+    def prune(self, org: str, collection: str, keep: int | None = None) -> list[str]:
+        """Delete all but the newest ``keep`` published versions (never ``CURRENT``) and any
+        abandoned staging directories older than the newest published version. Returns
+        the removed version names."""
+        keep = self.keep if keep is None else keep
+        cdir = self.collection_dir(org, collection)
+        current = self.current(org, collection)
+        published = self.versions(org, collection)
+        retained = set(published[-keep:]) | {current}
+        removed = [v for v in published if v not in retained]
+        for version in removed:
+            shutil.rmtree(cdir / version, ignore_errors=True)
+        staging_root = cdir / STAGING_DIR
+        if published and staging_root.is_dir():
+            for stale in staging_root.iterdir():
+                if stale.name < published[-1]:
+                    shutil.rmtree(stale, ignore_errors=True)
+                    removed.append(stale.name)
+        return removed

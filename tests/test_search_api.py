@@ -1,0 +1,245 @@
+"""Search, summary and knowledge-base routes over real FAISS indexes (hash embedder)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from fastapi.testclient import TestClient
+
+from crow.analytics import Analytics
+from crow.api.app import create_app
+from crow.datalake import DataLake
+from crow.indexer import Indexer
+from crow.indexing import INDEX_COLLECTIONS, build_index
+from crow.search import SearchService
+from crow.services import Services, ThreadProxy
+from crow.settings import AppSettings
+from crow.store.chat_store import ChatStore
+from indexes.store import IndexStore
+from jobs.seed_demo import main as seed
+from models.testing_embed import HashEmbedder
+from tests.conftest import assert_error
+
+A, B = "acme-outdoor", "fresh-mart"
+H = {"X-Organization-Id": A}
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    var = tmp_path_factory.mktemp("var")
+    seed(["--data-root", str(var / "data"), "--end", "2026-11-29", "--interactions", "3000"])
+    settings = AppSettings.from_args({"var_dir": str(var)})
+    lake, index_store, embedder = (
+        DataLake(settings.data_dir),
+        IndexStore(settings.index_dir),
+        HashEmbedder(),
+    )
+    for org in (A, B):
+        for collection in INDEX_COLLECTIONS:
+            build_index(lake, index_store, embedder.embed, org, collection, model=embedder.name)
+    store = ChatStore(settings.chat_db_path)
+    search = SearchService(lake, index_store)
+    yield settings, lake, store, search, embedder
+    store.close()
+
+
+@pytest.fixture(scope="module")
+def api(env):
+    settings, lake, store, search, embedder = env
+    store_proxy = ThreadProxy(store)
+    retriever = ThreadProxy(search)
+
+    async def notify():
+        await retriever.refresh()
+
+    services = Services(
+        settings=settings, lake=lake, store=store_proxy, embedder=ThreadProxy(embedder),
+        retriever=retriever, analytics=ThreadProxy(Analytics(lake)),
+        indexer=Indexer(settings, store_proxy, embed=embedder.embed, notify=notify),
+    )  # fmt: skip
+    with TestClient(create_app(services), raise_server_exceptions=False) as client:
+        yield client
+
+
+def ids_of(response) -> list[str]:
+    assert response.status_code == 200, response.text
+    return [r["id"] for r in response.json()["results"]]
+
+
+def test_product_search_carries_interaction_counts_and_sorts_by_popularity(api):
+    r = api.get("/api/v1/products/search", params={"query": "dome tent", "limit": 5}, headers=H)
+    hits = r.json()["results"]
+    assert len(hits) == 5 and all(
+        "Tent" in h["title"] or "tent" in h["description"] for h in hits[:2]
+    )
+    assert all(set(h["interactions"]) == {"total", "web", "cctv", "social"} for h in hits)
+    top = api.get(
+        "/api/v1/products/search", params={"sort": "popularity", "limit": 3}, headers=H
+    ).json()
+    totals = [h["interactions"]["total"] for h in top["results"]]
+    assert totals == sorted(totals, reverse=True) and totals[0] > 0
+
+
+def test_interaction_search_filters_inside_the_search(api):
+    r = api.get(f"/api/v1/interactions/organization/{A}/search", headers=H,
+                params={"query": "queue checkout", "channel": "cctv", "since": "last week", "limit": 20})  # fmt: skip
+    hits = r.json()["results"]
+    assert len(hits) == 20 and {h["channel"] for h in hits} == {"cctv"}
+    assert min(h["occurred_at"] for h in hits) >= "2026-11-21"
+
+
+def test_summary_matches_the_data(api, env):
+    lake = env[1]
+    s = api.get(f"/api/v1/interactions/organization/{A}/summary", headers=H).json()
+    assert s["total"] == lake.count(A, "interactions") == 3000
+    web = api.get(
+        f"/api/v1/interactions/organization/{A}/summary", headers=H, params={"channel": "web"}
+    )
+    assert web.json()["total"] == s["by_channel"]["web"]
+
+
+def test_pattern_search_by_type(api):
+    r = api.get(f"/api/v1/patterns/organization/{A}/search", headers=H,
+                params={"query": "trend", "type": "anomaly", "limit": 50})  # fmt: skip
+    hits = r.json()["results"]
+    assert hits and {h["type"] for h in hits} == {"anomaly"}
+
+
+def test_no_route_returns_another_orgs_rows(api, env):
+    lake = env[1]
+    for path, collection, params in [
+        ("/api/v1/products/search", "products", {"query": "organic bananas"}),
+        (
+            f"/api/v1/interactions/organization/{A}/search",
+            "interactions",
+            {"query": "delivery basket"},
+        ),
+        (f"/api/v1/patterns/organization/{A}/search", "patterns", {"query": "plant-based"}),
+        ("/api/v1/qna/search", "documents", {"query": "Fresh Mart grocery"}),
+    ]:
+        own = {
+            (r["id"], r.get("title") or r.get("text"))
+            for r in lake.read_table(A, collection).to_pylist()
+        }
+        got = api.get(path, params={**params, "limit": 20}, headers=H).json()["results"]
+        assert got and all((h["id"], h.get("title") or h.get("text")) in own for h in got), path
+    # naming another org in the path or the query is a 404, never its data
+    assert_error(api.get(f"/api/v1/interactions/organization/{B}/search", params={"query": "x"}, headers=H),
+                 404, "organization_not_found")  # fmt: skip
+    assert_error(api.get(f"/api/v1/patterns/organization/{B}/search", params={"query": "x"}, headers=H),
+                 404, "organization_not_found")  # fmt: skip
+    assert_error(api.get(f"/api/v1/interactions/organization/{B}/summary", headers=H), 404,
+                 "organization_not_found")  # fmt: skip
+    assert_error(api.get("/api/v1/qna/search", params={"query": "x", "organizationId": B}, headers=H),
+                 404, "organization_not_found")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("path", "params"),
+    [
+        ("/api/v1/products/search", {"query": "x", "limit": 0}),
+        ("/api/v1/products/search", {"query": "x", "sort": "price"}),
+        ("/api/v1/products/search", {}),
+        (f"/api/v1/interactions/organization/{A}/search", {"query": "x", "channel": "tv"}),
+        (f"/api/v1/interactions/organization/{A}/search", {"query": "x", "since": "the other day"}),
+        (
+            f"/api/v1/interactions/organization/{A}/summary",
+            {"since": "2026-11-10", "until": "2026-11-01"},
+        ),
+        (f"/api/v1/patterns/organization/{A}/search", {"query": "x", "type": "fad"}),
+        ("/api/v1/qna/search", {"query": ""}),
+        ("/api/v1/qna/search", {"query": "x", "topK": 500}),
+    ],
+)
+def test_bad_parameters_are_422(api, path, params):
+    assert_error(api.get(path, params=params, headers=H), 422, "invalid_request")
+
+
+def test_indexing_one_document_makes_it_searchable_at_once(api):
+    doc = {"title": "Holiday opening hours", "context_type": "policy",
+           "body": "Zanzibar marmalade festival hours: all stores open until midnight."}  # fmt: skip
+    r = api.post("/api/v1/qna/index", json=doc, headers=H)
+    assert r.status_code == 201, r.text
+    hits = api.get(
+        "/api/v1/qna/search", params={"query": "zanzibar marmalade festival", "topK": 1}, headers=H
+    )
+    assert ids_of(hits) == [r.json()["id"]]
+    other = api.get("/api/v1/qna/search", params={"query": "zanzibar marmalade festival", "topK": 3},
+                    headers={"X-Organization-Id": B})  # fmt: skip
+    assert r.json()["id"] not in ids_of(other)
+    assert_error(
+        api.post("/api/v1/qna/index", json={"title": "x"}, headers=H), 422, "invalid_request"
+    )
+
+
+def test_reindex_job_runs_and_reports_progress(api):
+    r = api.post(
+        "/api/v1/qna/reindex", json={"collections": ["patterns", "org_context"]}, headers=H
+    )
+    assert r.status_code == 202, r.text
+    job_id = r.json()["id"]
+    deadline = time.monotonic() + 30
+    while (job := api.get(f"/api/v1/qna/reindex/{job_id}", headers=H).json())["state"] not in {
+        "succeeded",
+        "failed",
+    }:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    assert job["state"] == "succeeded" and job["rows_done"] >= 40 + 25
+    assert_error(
+        api.get(f"/api/v1/qna/reindex/{job_id}", headers={"X-Organization-Id": B}),
+        404,
+        "job_not_found",
+    )
+    assert_error(
+        api.post("/api/v1/qna/reindex", json={"collections": ["nope"]}, headers=H),
+        422,
+        "invalid_request",
+    )
+
+
+def test_searches_keep_working_while_versions_switch(env):
+    _, lake, _, search, embedder = env
+    index_store = search.store
+    query = embedder.embed(["trail runner"])
+    errors: list[BaseException] = []
+    stop = False
+
+    def searcher():
+        while not stop:
+            try:
+                assert search.search(A, "products", query, k=5)
+            except BaseException as exc:
+                errors.append(exc)
+
+    async def run():
+        nonlocal stop
+        task = asyncio.get_running_loop().run_in_executor(None, searcher)
+        before = index_store.current(A, "products")
+        for _ in range(3):
+            await asyncio.to_thread(build_index, lake, index_store, embedder.embed, A, "products",
+                                    model=embedder.name)  # fmt: skip
+        deadline = time.monotonic() + 10
+        while search.versions().get(f"{A}/products") != index_store.current(A, "products"):
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.05)
+        stop = True
+        await task
+        return before
+
+    before = asyncio.run(run())
+    assert not errors
+    assert search.versions()[f"{A}/products"] != before
+
+
+def test_a_killed_build_leaves_the_old_version_serving(env):
+    _, _, _, search, embedder = env
+    index_store = search.store
+    before = index_store.current(A, "patterns")
+    staging = index_store.new_version(A, "patterns")  # a job that got this far, then died
+    (staging / "index.faiss").write_bytes(b"half written")
+    assert index_store.current(A, "patterns") == before
+    hits = search.search(A, "patterns", embedder.embed(["trend"]), k=3)
+    assert len(hits) == 3 and search.versions()[f"{A}/patterns"] == before
