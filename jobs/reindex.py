@@ -55,13 +55,15 @@ class EmbedBatch:
 
 
 def embed_with_ray(
-    settings: AppSettings, parquet: str | list[str], collection: str, on_rows
+    settings: AppSettings, parquet: list[str], collection: str, rows: int, on_rows
 ) -> tuple[list[str], np.ndarray | None]:
     import ray.data
 
     cfg = settings.reindex
+    # Blocks of a few batches: the actor pool shares the work and progress moves per block.
+    blocks = max(1, min(1000, rows // (cfg.batch_size * 4)))
     # Reading is I/O: a small CPU reservation keeps it schedulable next to the Serve replicas.
-    ds = ray.data.read_parquet(parquet, num_cpus=0.1).map_batches(
+    ds = ray.data.read_parquet(parquet, num_cpus=0.1, override_num_blocks=blocks).map_batches(
         EmbedBatch,
         fn_constructor_kwargs={
             "embedder": settings.embedder.model_dump(), "collection": collection,
@@ -118,7 +120,7 @@ def reindex_collection(
         else:
             source_paths = _subset_parquet(table, todo, settings.var_dir / "tmp")
         ids, vectors = embed_with_ray(
-            settings, source_paths, collection, lambda n: recorder.update(rows_done=n)
+            settings, source_paths, collection, len(todo), lambda n: recorder.update(rows_done=n)
         )
     else:
         ids, vectors = [], None

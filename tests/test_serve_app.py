@@ -47,7 +47,7 @@ def app_url(tmp_path_factory):
     seed(["--data-root", str(var / "data"), "--end", "2026-11-29", "--org", "acme-outdoor"])
     config = yaml.safe_load((ROOT / "serve_config.yaml").read_text())
     app_config = config["applications"][0]
-    args = {**app_config["args"], "var_dir": str(var)}
+    args = {**app_config["args"], "var_dir": str(var), "reindex": {"index_missing_on_start": False}}
     port = _free_port()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:

@@ -1,0 +1,176 @@
+"""The agent loop: history + tools -> model -> tools in parallel -> ... -> answer with footnotes.
+
+Reads top-down: ``run`` -> ``_iterate`` -> ``_step`` (model) -> ``_run_tools``. At most
+``max_iterations`` model calls with tools; past that, or when the loop fails, one plain call
+without tools answers from what was gathered. Events stream out as they happen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from crow.agent.context import ToolContext
+from crow.agent.sources import Source, select_sources, with_footnotes
+from crow.agent.tools import TOOLS, TOOLS_BY_NAME, Tool
+from models.chat import ChatModel
+from models.errors import ModelError
+from models.messages import AssistantTurn, Message, ModelParams, ToolCall
+from models.toolparse import retry_message
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    max_iterations: int = 5
+    """Model calls with tools before the plain fallback call."""
+    tool_timeout_s: float = 15.0
+    model_timeout_s: float = 90.0
+    max_tokens: int = 512
+
+
+@dataclass
+class AgentAnswer:
+    content: str  # the answer with its footnotes
+    sources: list[Source]
+    tool_steps: list[dict[str, Any]]
+    timings: dict[str, float]
+    fallback: str | None = None  # why the plain fallback call answered, if it did
+    iterations: int = 0
+
+
+@dataclass
+class _Run:
+    messages: list[Message]
+    returned: list[Source] = field(default_factory=list)
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    model_s: float = 0.0
+    tools_s: float = 0.0
+
+
+class Agent:
+    def __init__(self, model: ChatModel, config: AgentConfig | None = None,
+                 tools: Sequence[Tool] = TOOLS) -> None:  # fmt: skip
+        self.model = model
+        self.config = config or AgentConfig()
+        self.tools = {t.name: t for t in tools}
+        self.specs = [t.spec for t in tools]
+
+    async def run(self, messages: list[Message], ctx: ToolContext) -> AgentAnswer:
+        answer = None
+        async for event in self.events(messages, ctx):
+            if event["type"] == "done":
+                answer = event["answer"]
+        assert answer is not None
+        return answer
+
+    async def events(
+        self, messages: list[Message], ctx: ToolContext
+    ) -> AsyncIterator[dict[str, Any]]:
+        """tool_call_started / tool_call_finished ... text_delta, sources, done."""
+        started = time.perf_counter()
+        run = _Run(list(messages))
+        text, fallback, iterations = None, None, 0
+        try:
+            async for event in self._iterate(run, ctx):
+                if event["type"] == "final":
+                    text, iterations = event["text"], event["iterations"]
+                else:
+                    yield event
+            if text is None:
+                fallback, iterations = "max_iterations", self.config.max_iterations
+        except ModelError as exc:
+            log.warning("agent loop failed (%s); falling back to a plain call", exc)
+            fallback = f"error: {type(exc).__name__}"
+        if text is None:
+            text = await self._plain(run)
+        sources = select_sources(text, run.returned)
+        answer = AgentAnswer(
+            content=with_footnotes(text, sources), sources=sources, tool_steps=run.steps,
+            timings={"model_s": round(run.model_s, 3), "tools_s": round(run.tools_s, 3),
+                     "total_s": round(time.perf_counter() - started, 3)},
+            fallback=fallback, iterations=iterations,
+        )  # fmt: skip
+        yield {"type": "text_delta", "text": answer.content}
+        yield {"type": "sources", "sources": [s.model_dump() for s in sources]}
+        yield {"type": "done", "answer": answer}
+
+    async def _iterate(self, run: _Run, ctx: ToolContext) -> AsyncIterator[dict[str, Any]]:
+        for iteration in range(1, self.config.max_iterations + 1):
+            turn = await self._step(run, tools=True)
+            if turn.invalid_tool_calls and not turn.tool_calls:
+                run.messages.append(turn.to_message())
+                run.messages.append(
+                    Message.user(retry_message(turn.invalid_tool_calls, self.specs))
+                )
+                continue
+            if not turn.tool_calls:
+                yield {"type": "final", "text": turn.text, "iterations": iteration}
+                return
+            run.messages.append(turn.to_message())
+            for call in turn.tool_calls:
+                yield {"type": "tool_call_started", "name": call.name, "arguments": call.arguments}
+            for step in await self._run_tools(turn.tool_calls, run, ctx):
+                yield {"type": "tool_call_finished", **step}
+
+    async def _step(self, run: _Run, *, tools: bool) -> AssistantTurn:
+        params = ModelParams(
+            max_tokens=self.config.max_tokens, timeout_s=self.config.model_timeout_s,
+            tool_choice="auto" if tools else "none",
+        )  # fmt: skip
+        started = time.perf_counter()
+        try:
+            return await self.model.request(run.messages, self.specs if tools else [], params)
+        finally:
+            run.model_s += time.perf_counter() - started
+
+    async def _run_tools(
+        self, calls: Sequence[ToolCall], run: _Run, ctx: ToolContext
+    ) -> list[dict[str, Any]]:
+        started = time.perf_counter()
+        results = await asyncio.gather(*(self._run_tool(call, ctx) for call in calls))
+        run.tools_s += time.perf_counter() - started
+        steps = []
+        for call, (step, content, sources) in zip(calls, results, strict=True):
+            run.messages.append(Message.tool(content, tool_call_id=call.id, name=call.name))
+            run.returned.extend(sources)
+            run.steps.append(step)
+            steps.append(step)
+        return steps
+
+    async def _run_tool(
+        self, call: ToolCall, ctx: ToolContext
+    ) -> tuple[dict[str, Any], str, list[Source]]:
+        tool = self.tools.get(call.name) or TOOLS_BY_NAME.get(call.name)
+        started = time.perf_counter()
+        sources: list[Source] = []
+        try:
+            if tool is None:
+                raise LookupError(f"there is no tool named {call.name!r}")
+            async with asyncio.timeout(self.config.tool_timeout_s):
+                output = await tool.invoke(call.arguments, ctx)
+            content, sources, error = output.for_model(), output.sources, None
+        except TimeoutError:
+            error = f"the tool took longer than {self.config.tool_timeout_s:g}s"
+        except Exception as exc:  # a failing tool is reported to the model, never fatal
+            error = f"{type(exc).__name__}: {exc}"[:300]
+        if error is not None:
+            content = f'{{"error": "{call.name} failed: {_escape(error)}"}}'
+        step = {"id": call.id, "name": call.name, "arguments": call.arguments, "ok": error is None,
+                "error": error, "results": len(sources),
+                "ms": round((time.perf_counter() - started) * 1000, 1)}  # fmt: skip
+        return step, content, sources
+
+    async def _plain(self, run: _Run) -> str:
+        """One call without tools, answering from whatever the history holds."""
+        turn = await self._step(run, tools=False)
+        return turn.text
+
+
+def _escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ")

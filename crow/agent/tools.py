@@ -1,0 +1,212 @@
+"""The five tools of the agent, as data: name, description, typed arguments, async invoke.
+
+Results are compact JSON for the model; every row a tool returns also becomes a typed
+Source, the only things the answer may footnote.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from crow.agent.context import ToolContext
+from crow.agent.sources import Source
+from crow.records import PatternType
+from crow.timewords import resolve_range
+from indexes.filters import SearchFilter
+from models.messages import ToolSpec
+
+Channel = Literal["web", "cctv", "social"]
+_SNIPPET = 400
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    content: dict[str, Any]
+    sources: list[Source] = field(default_factory=list)
+
+    def for_model(self) -> str:
+        return json.dumps(self.content, ensure_ascii=False, default=str)
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class SummaryArgs(_Args):
+    channel: Channel | None = Field(None, description="Only this channel: web, cctv or social.")
+    since: str | None = Field(None, description="Start: ISO date or words like 'last week'.")
+    until: str | None = Field(None, description="End: ISO date or words like 'yesterday'.")
+
+
+class ProductArgs(_Args):
+    query: str = Field("", description="What to look for; empty for overall top products.")
+    limit: int = Field(5, ge=1, le=20, description="How many products.")
+    sort: Literal["relevance", "popularity"] = Field(
+        "relevance", description="'popularity' ranks by customer interactions (top products)."
+    )
+
+
+class InteractionArgs(_Args):
+    query: str = Field(description="What the interactions are about.")
+    channel: Channel | None = Field(None, description="web, cctv (store cameras) or social.")
+    since: str | None = Field(None, description="Start: ISO date or words like 'last week'.")
+    until: str | None = Field(None, description="End: ISO date or words like 'yesterday'.")
+    limit: int = Field(5, ge=1, le=20)
+
+
+class PatternArgs(_Args):
+    query: str = Field(description="What the patterns are about.")
+    type: PatternType | None = Field(None, description="Only this pattern type.")
+    since: str | None = Field(None, description="Detected since: ISO date or 'last week'.")
+    limit: int = Field(5, ge=1, le=20)
+
+
+class OrgContextArgs(_Args):
+    query: str = Field(description="What to look up in the company's knowledge base.")
+    limit: int = Field(3, ge=1, le=10)
+
+
+async def _window(ctx: ToolContext, since: str | None, until: str | None):
+    if not since and not until:
+        return None, None
+    return resolve_range(since, until, await ctx.anchor() or _now())
+
+
+def _now():
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC)
+
+
+def _day(value: Any) -> str | None:
+    return str(value)[:10] if value else None
+
+
+async def get_interaction_summary(args: SummaryArgs, ctx: ToolContext) -> ToolOutput:
+    since, until = await _window(ctx, args.since, args.until)
+    s = await ctx.analytics.interaction_summary(
+        ctx.org_id, channel=args.channel, since=since, until=until
+    )
+    content = {"total_interactions": s["total"], "by_channel": s["by_channel"],
+               "from": _day(s["first_at"]), "to": _day(s["last_at"])}  # fmt: skip
+    if args.channel:
+        content["channel"] = args.channel
+    return ToolOutput(content)
+
+
+async def _search(ctx: ToolContext, collection: str, query: str, k: int, **kw: Any) -> list[dict]:
+    vector = await ctx.embed(query) if query.strip() else None
+    return await ctx.retriever.search(ctx.org_id, collection, vector, k=k, **kw)
+
+
+async def search_products(args: ProductArgs, ctx: ToolContext) -> ToolOutput:
+    sort = "popularity" if not args.query.strip() else args.sort
+    hits = await _search(ctx, "products", args.query, args.limit, sort=sort)
+    rows = [{"id": h["id"], "title": h["title"], "category": h["category"], "price": h["price"],
+             "interactions": h["interactions"]["total"]} for h in hits]  # fmt: skip
+    return ToolOutput(
+        {"products": rows, "sorted_by": sort},
+        [Source(type="product", id=h["id"], title=h["title"], detail=h["category"]) for h in hits],
+    )
+
+
+async def search_interactions(args: InteractionArgs, ctx: ToolContext) -> ToolOutput:
+    since, until = await _window(ctx, args.since, args.until)
+    flt = SearchFilter(channel=args.channel, since=since, until=until)
+    hits = await _search(ctx, "interactions", args.query, args.limit, flt=flt)
+    rows = [{"id": h["id"], "channel": h["channel"], "date": _day(h["occurred_at"]),
+             "text": h["text"][:_SNIPPET]} for h in hits]  # fmt: skip
+    return ToolOutput(
+        {"interactions": rows},
+        [
+            Source(type="interaction", id=h["id"], title=h["text"][:80], detail=h["channel"])
+            for h in hits
+        ],
+    )
+
+
+async def search_patterns(args: PatternArgs, ctx: ToolContext) -> ToolOutput:
+    since, _ = await _window(ctx, args.since, None)
+    hits = await _search(ctx, "patterns", args.query, args.limit,
+                         flt=SearchFilter(pattern_type=args.type, since=since))  # fmt: skip
+    rows = [{"id": h["id"], "type": h["type"], "title": h["title"], "description": h["description"][:_SNIPPET],
+             "detected": _day(h["detected_at"]), "confidence": h["confidence"]} for h in hits]  # fmt: skip
+    return ToolOutput(
+        {"patterns": rows},
+        [Source(type="pattern", id=h["id"], title=h["title"], detail=h["type"]) for h in hits],
+    )
+
+
+async def search_org_context(args: OrgContextArgs, ctx: ToolContext) -> ToolOutput:
+    hits = await _search(ctx, "org_context", args.query, args.limit)
+    rows = [{"id": h["id"], "title": h["title"], "type": h["context_type"],
+             "text": h["body"][: _SNIPPET * 2]} for h in hits]  # fmt: skip
+    return ToolOutput(
+        {"documents": rows},
+        [
+            Source(type="org_context", id=h["id"], title=h["title"], detail=h["context_type"])
+            for h in hits
+        ],
+    )
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    args: type[_Args]
+    fn: Callable[[Any, ToolContext], Awaitable[ToolOutput]]
+
+    @property
+    def spec(self) -> ToolSpec:
+        schema = self.args.model_json_schema()
+        params = {"type": "object", "properties": {
+            name: _plain(prop) for name, prop in schema.get("properties", {}).items()
+        }}  # fmt: skip
+        if schema.get("required"):
+            params["required"] = schema["required"]
+        return ToolSpec(name=self.name, description=self.description, parameters=params)
+
+    async def invoke(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        return await self.fn(self.args.model_validate(arguments), ctx)
+
+
+def _plain(prop: dict[str, Any]) -> dict[str, Any]:
+    """A property schema without pydantic's anyOf-null wrapping, for small models."""
+    out = {k: v for k, v in prop.items() if k not in {"title", "default", "anyOf"}}
+    for option in prop.get("anyOf", []):
+        if option.get("type") != "null":
+            out.update(option)
+    return out
+
+
+TOOLS: tuple[Tool, ...] = (
+    Tool("get_interaction_summary",
+         "Count customer interactions: the total and the breakdown per channel (web, cctv, "
+         "social), optionally for one channel or a time range. Use it for every 'how many', "
+         "'total', 'count' or 'breakdown' question about interactions.",
+         SummaryArgs, get_interaction_summary),
+    Tool("search_products",
+         "Find products in the catalog, each with its number of customer interactions. For top, "
+         "best-selling or most popular products use sort='popularity' with an empty query.",
+         ProductArgs, search_products),
+    Tool("search_interactions",
+         "Find individual customer interactions: web visits, in-store camera (cctv) "
+         "observations and social media posts, optionally by channel and time.",
+         InteractionArgs, search_interactions),
+    Tool("search_patterns",
+         "Find detected behavioral patterns: trends, anomalies, customer segments, seasonal "
+         "effects, churn risks and product affinities.",
+         PatternArgs, search_patterns),
+    Tool("search_org_context",
+         "Search the company's own knowledge base: company profile, target market, mission "
+         "and values, store locations, competitors, return / shipping / privacy policies, "
+         "loyalty program and category guides.",
+         OrgContextArgs, search_org_context),
+)  # fmt: skip
+TOOLS_BY_NAME: dict[str, Tool] = {t.name: t for t in TOOLS}

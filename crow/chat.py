@@ -1,0 +1,92 @@
+"""The chat service: persist the question, run the agent over the session, persist the answer.
+
+The user message is stored before the model is called (a model failure leaves it stored);
+the assistant message is stored with its sources, tool steps and timings afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from crow.agent.context import ToolContext
+from crow.agent.loop import Agent, AgentAnswer
+from crow.agent.prompts import system_prompt
+from crow.store.chat_store import SessionKind
+from models.messages import Message
+
+
+class SessionNotFound(LookupError):
+    pass
+
+
+@dataclass
+class ChatServices:
+    """Async facades: the chat store, and what the tools reach."""
+
+    store: Any
+    embedder: Any
+    retriever: Any
+    analytics: Any
+    org_names: dict[str, str]
+
+
+class ChatService:
+    def __init__(self, services: ChatServices, agent: Agent, *, history_messages: int = 10) -> None:
+        self.services = services
+        self.agent = agent
+        self.history_messages = history_messages
+
+    async def send(
+        self, org_id: str, session_id: str, content: str, *, kind: SessionKind = "chat",
+        message_id: str | None = None,
+    ) -> dict[str, Any]:  # fmt: skip
+        final = None
+        async for event in self.send_events(
+            org_id, session_id, content, kind=kind, message_id=message_id
+        ):
+            if event["type"] == "done":
+                final = event["message"]
+        assert final is not None
+        return final
+
+    async def send_events(
+        self, org_id: str, session_id: str, content: str, *, kind: SessionKind = "chat",
+        message_id: str | None = None,
+    ) -> AsyncIterator[dict[str, Any]]:  # fmt: skip
+        store = self.services.store
+        history = await store.list_messages(org_id, session_id, limit=self.history_messages)
+        user = await store.add_message(
+            org_id, session_id, "user", content, kind=kind, message_id=message_id
+        )
+        if user is None:
+            raise SessionNotFound(session_id)
+        yield {"type": "user_message", "message": user}
+        ctx = ToolContext(
+            org_id, self.services.embedder, self.services.retriever, self.services.analytics
+        )
+        messages = [Message.system(system_prompt(self.services.org_names.get(org_id, org_id),
+                                                 today=await ctx.anchor()))]  # fmt: skip
+        messages += [_as_message(m) for m in history if m["id"] != user["id"]]
+        messages.append(Message.user(content))
+        answer: AgentAnswer | None = None
+        async for event in self.agent.events(messages, ctx):
+            if event["type"] == "done":
+                answer = event["answer"]
+            else:
+                yield event
+        assert answer is not None
+        stored = await store.add_message(
+            org_id, session_id, "assistant", answer.content, kind=kind,
+            sources=[s.model_dump() for s in answer.sources], tool_steps=answer.tool_steps,
+            timings={**answer.timings, "iterations": answer.iterations,
+                     "embed_calls": ctx.embed_calls, "fallback": answer.fallback},
+        )  # fmt: skip
+        yield {"type": "done", "message": stored}
+
+
+def _as_message(row: dict[str, Any]) -> Message:
+    if row["role"] == "assistant":
+        return Message.assistant(row["content"])
+    return Message.user(row["content"])
