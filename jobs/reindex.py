@@ -63,7 +63,7 @@ def embed_with_ray(
     # Blocks of a few batches: the actor pool shares the work and progress moves per block.
     blocks = max(1, min(1000, rows // (cfg.batch_size * 4)))
     # Reading is I/O: a small CPU reservation keeps it schedulable next to the Serve replicas.
-    ds = ray.data.read_parquet(parquet, num_cpus=0.1, override_num_blocks=blocks).map_batches(
+    ds = ray.data.read_parquet(parquet, num_cpus=0.1).repartition(blocks).map_batches(
         EmbedBatch,
         fn_constructor_kwargs={
             "embedder": settings.embedder.model_dump(), "collection": collection,
