@@ -40,3 +40,4 @@ class Services:
     retriever: Any = None  # crow.search.SearchService
     analytics: Any = None  # crow.analytics.Analytics
     indexer: Any = None  # crow.indexer.Indexer (already async)
+    chat: Any = None  # crow.chat.ChatService: send / send_events (already async)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from crow.api import routes_health, routes_ingest, routes_qna_index, routes_search
+from crow.api import routes_chat, routes_health, routes_ingest, routes_qna_index, routes_search
 from crow.api.errors import install_error_handlers
+from crow.api.limits import BodyLimit
 from crow.services import Services
 
 
@@ -17,8 +18,12 @@ def create_app(services: Services) -> FastAPI:
     )
     app.state.services = services
     install_error_handlers(app)
+    app.add_middleware(
+        BodyLimit, limit=services.settings.limits.max_body_bytes, exempt=("/api/v1/ingest/",)
+    )
     app.include_router(routes_health.router)
     app.include_router(routes_ingest.router)
     app.include_router(routes_search.router)
     app.include_router(routes_qna_index.router)
+    app.include_router(routes_chat.router)
     return app

@@ -1,0 +1,138 @@
+"""Chat sessions and messages (the product spec's bff-chat-service routes), with SSE streaming."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from crow.api.deps import OrgDep, ServicesDep, require_path_org
+from crow.api.errors import ApiError, error_body
+from crow.services import Services
+from models.errors import ModelError, ModelTimeout
+
+router = APIRouter(prefix="/api/v1/chat/sessions", tags=["chat"])
+PathOrg = Annotated[str, Depends(require_path_org)]
+
+
+class SessionIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    title: str | None = Field(None, max_length=200, description="Default: from the first message.")
+
+
+class MessageIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    content: str = Field(description="The question, in plain language.")
+    message_id: str | None = Field(
+        None, pattern=r"^[A-Za-z0-9_-]{1,64}$", description="Client id: a retry is answered once."
+    )
+
+
+def check_message(body: MessageIn, services: Services) -> str:
+    content = body.content.strip()
+    if not content:
+        raise ApiError(422, "invalid_request", "content must not be empty")
+    limit = services.settings.limits.max_message_chars
+    if len(content) > limit:
+        raise ApiError(413, "payload_too_large", f"content is longer than {limit} characters")
+    return content
+
+
+async def own_session(services: Services, org_id: str, session_id: str) -> dict[str, Any]:
+    session = await services.store.get_session(org_id, session_id)
+    if session is None:
+        raise ApiError(404, "session_not_found", "no such session")
+    return session
+
+
+def model_error(exc: ModelError) -> ApiError:
+    if isinstance(exc, ModelTimeout):
+        return ApiError(504, "model_timeout", "the model took too long to answer; try again")
+    return ApiError(503, "model_unavailable", f"the model could not answer: {exc}")
+
+
+@router.post("", status_code=201, summary="Create a chat session")
+async def create_session(
+    org_id: OrgDep, services: ServicesDep, body: SessionIn | None = None
+) -> dict[str, Any]:
+    return await services.store.create_session(org_id, title=body.title if body else None)
+
+
+@router.get("/organization/{org_id}", summary="The organization's sessions, newest first")
+async def list_sessions(
+    org_id: PathOrg,
+    services: ServicesDep,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> dict[str, Any]:
+    sessions, total = await services.store.list_sessions(org_id, limit=limit, offset=offset)
+    return {"sessions": sessions, "total": total, "limit": limit, "offset": offset}
+
+
+@router.get("/{session_id}", summary="Session details")
+async def get_session(session_id: str, org_id: OrgDep, services: ServicesDep) -> dict[str, Any]:
+    return await own_session(services, org_id, session_id)
+
+
+@router.delete("/{session_id}", status_code=204, summary="Delete a session and its messages")
+async def delete_session(session_id: str, org_id: OrgDep, services: ServicesDep) -> None:
+    if not await services.store.delete_session(org_id, session_id):
+        raise ApiError(404, "session_not_found", "no such session")
+
+
+@router.get("/{session_id}/messages", summary="Message history, paginated backwards")
+async def list_messages(
+    session_id: str,
+    org_id: OrgDep,
+    services: ServicesDep,
+    limit: Annotated[int, Query(ge=1, le=100)] = 50,
+    before: Annotated[
+        int | None, Query(ge=1, description="Only messages with seq below this.")
+    ] = None,
+) -> dict[str, Any]:
+    await own_session(services, org_id, session_id)
+    messages = await services.store.list_messages(org_id, session_id, limit=limit, before=before)
+    has_more = bool(messages) and messages[0]["seq"] > 1
+    return {"messages": messages, "has_more": has_more,
+            "next_before": messages[0]["seq"] if has_more else None}  # fmt: skip
+
+
+@router.post("/{session_id}/messages", summary="Send a message and get the answer")
+async def send_message(
+    session_id: str, body: MessageIn, org_id: OrgDep, services: ServicesDep
+) -> dict[str, Any]:
+    content = check_message(body, services)
+    await own_session(services, org_id, session_id)
+    try:
+        return await services.chat.send(org_id, session_id, content, message_id=body.message_id)
+    except ModelError as exc:
+        raise model_error(exc) from None
+
+
+@router.post(
+    "/{session_id}/messages/stream", summary="Send a message; answer as server-sent events"
+)
+async def stream_message(
+    session_id: str, body: MessageIn, org_id: OrgDep, services: ServicesDep
+) -> StreamingResponse:
+    content = check_message(body, services)
+    await own_session(services, org_id, session_id)
+
+    async def events() -> AsyncIterator[str]:
+        try:
+            async for event in services.chat.send_events(
+                org_id, session_id, content, message_id=body.message_id
+            ):
+                yield f"event: {event['type']}\ndata: {json.dumps(event, default=str)}\n\n"
+        except ModelError as exc:
+            err = model_error(exc)
+            yield f"event: error\ndata: {json.dumps(error_body(err.code, err.message))}\n\n"
+
+    return StreamingResponse(events(), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})  # fmt: skip

@@ -1,0 +1,210 @@
+"""Chat routes in-process: scripted model, real tools over the indexed demo data, real store."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fastapi.testclient import TestClient
+
+from crow.agent.loop import Agent
+from crow.api.app import create_app
+from crow.chat import ChatService, ChatServices
+from crow.services import Services, ThreadProxy
+from crow.store.chat_store import ChatStore
+from models.errors import ModelTimeout, ModelUnavailable
+from models.messages import AssistantTurn, ToolCall
+from models.testing import ScriptedChatModel
+from tests.conftest import assert_error
+from tests.demo_env import build_demo_env
+
+A, B = "acme-outdoor", "fresh-mart"
+HA, HB = {"X-Organization-Id": A}, {"X-Organization-Id": B}
+BASE = "/api/v1/chat/sessions"
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    return build_demo_env(tmp_path_factory.mktemp("var"))
+
+
+@pytest.fixture
+def app(demo, tmp_path):
+    store = ChatStore(tmp_path / "chat.duckdb")
+    model = ScriptedChatModel()
+    proxies = demo.proxies()
+    chat = ChatService(
+        ChatServices(store=ThreadProxy(store), org_names={A: "Acme"}, **proxies), Agent(model)
+    )
+    services = Services(
+        settings=demo.settings, lake=demo.lake, store=ThreadProxy(store), chat=chat, **proxies
+    )
+    with TestClient(create_app(services), raise_server_exceptions=False) as client:
+        yield client, model, store
+    store.close()
+
+
+def new_session(client, headers=HA) -> str:
+    r = client.post(BASE, headers=headers)
+    assert r.status_code == 201, r.text
+    return r.json()["id"]
+
+
+def test_send_answers_with_sources_steps_and_timings(app):
+    client, model, _ = app
+    sid = new_session(client)
+    model.add(AssistantTurn(tool_calls=(ToolCall(id="c", name="search_products", arguments={"sort": "popularity", "limit": 3}),)),
+              lambda messages, tools, params: AssistantTurn(text="Top three: " + ", ".join(
+                  p["title"] for p in json.loads(messages[-1].content)["products"])))  # fmt: skip
+    r = client.post(
+        f"{BASE}/{sid}/messages", json={"content": "What are our top products?"}, headers=HA
+    )
+    assert r.status_code == 200, r.text
+    msg = r.json()
+    assert msg["role"] == "assistant" and [s["type"] for s in msg["sources"]] == ["product"] * 3
+    assert msg["content"].splitlines()[-1].startswith('[3] Product: "')
+    assert msg["tool_steps"][0]["name"] == "search_products" and msg["timings"]["total_s"] >= 0
+    session = client.get(f"{BASE}/{sid}", headers=HA).json()
+    assert session["title"] == "What are our top products?" and session["message_count"] == 2
+
+
+def test_title_is_first_six_words_at_most_40_chars(app):
+    client, model, _ = app
+    sid = new_session(client)
+    model.add(AssistantTurn(text="Hello!"))
+    client.post(
+        f"{BASE}/{sid}/messages",
+        json={"content": "hello there could you please tell me everything"},
+        headers=HA,
+    )
+    assert (
+        client.get(f"{BASE}/{sid}", headers=HA).json()["title"]
+        == "hello there could you please tell"
+    )
+
+
+def test_org_scoping_and_unknown_sessions(app):
+    client, model, _ = app
+    sid = new_session(client)
+    for method, path, body in [("get", f"{BASE}/{sid}", None), ("get", f"{BASE}/{sid}/messages", None),
+                               ("delete", f"{BASE}/{sid}", None), ("post", f"{BASE}/{sid}/messages", {"content": "hi"})]:  # fmt: skip
+        kwargs = {"json": body} if body else {}
+        assert_error(getattr(client, method)(path, headers=HB, **kwargs), 404, "session_not_found")
+        assert_error(getattr(client, method)(path.replace(sid, "ses_nope"), headers=HA, **kwargs), 404,
+                     "session_not_found")  # fmt: skip
+        assert_error(getattr(client, method)(path, **kwargs), 400, "missing_organization")
+    assert_error(client.get(f"{BASE}/organization/{B}", headers=HA), 404, "organization_not_found")
+    assert client.get(f"{BASE}/{sid}", headers=HA).status_code == 200  # untouched by B's attempts
+    model.assert_complete()
+
+
+def test_empty_and_oversized_messages(app):
+    client, _, store = app
+    sid = new_session(client)
+    assert_error(
+        client.post(f"{BASE}/{sid}/messages", json={"content": "   "}, headers=HA),
+        422,
+        "invalid_request",
+    )
+    assert_error(client.post(f"{BASE}/{sid}/messages", json={}, headers=HA), 422, "invalid_request")
+    assert_error(client.post(f"{BASE}/{sid}/messages", json={"content": "x" * 4001}, headers=HA), 413,
+                 "payload_too_large")  # fmt: skip
+    assert_error(client.post(f"{BASE}/{sid}/messages", content=b'{"content": "' + b"x" * 300_000 + b'"}',
+                             headers={**HA, "Content-Type": "application/json"}), 413, "payload_too_large")  # fmt: skip
+    assert store.list_messages(A, sid) == []
+
+
+def test_history_pagination_boundaries(app):
+    client, _, store = app
+    sid = new_session(client)
+    for i in range(5):
+        store.add_message(A, sid, "user", f"m{i}")
+    page = client.get(f"{BASE}/{sid}/messages", params={"limit": 2}, headers=HA).json()
+    assert [m["content"] for m in page["messages"]] == ["m3", "m4"] and page["has_more"]
+    page = client.get(
+        f"{BASE}/{sid}/messages", params={"limit": 2, "before": page["next_before"]}, headers=HA
+    ).json()
+    assert [m["content"] for m in page["messages"]] == ["m1", "m2"]
+    page = client.get(f"{BASE}/{sid}/messages", params={"limit": 2, "before": 2}, headers=HA).json()
+    assert [m["content"] for m in page["messages"]] == ["m0"] and not page["has_more"]
+    assert (
+        client.get(f"{BASE}/{sid}/messages", params={"limit": 5}, headers=HA).json()["has_more"]
+        is False
+    )
+    assert_error(
+        client.get(f"{BASE}/{sid}/messages", params={"limit": 0}, headers=HA),
+        422,
+        "invalid_request",
+    )
+    assert_error(
+        client.get(f"{BASE}/{sid}/messages", params={"before": 0}, headers=HA),
+        422,
+        "invalid_request",
+    )
+
+
+def test_org_sessions_newest_first_paginated(app):
+    client, _, store = app
+    ids = [new_session(client) for _ in range(3)]
+    store.add_message(A, ids[0], "user", "bump")
+    page = client.get(f"{BASE}/organization/{A}", params={"limit": 2}, headers=HA).json()
+    assert page["total"] == 3 and page["sessions"][0]["id"] == ids[0]
+    rest = client.get(
+        f"{BASE}/organization/{A}", params={"limit": 2, "offset": 2}, headers=HA
+    ).json()
+    assert len(rest["sessions"]) == 1
+    assert client.get(f"{BASE}/organization/{B}", headers=HB).json()["total"] == 0
+
+
+def test_delete_removes_the_session_and_its_messages(app):
+    client, _, store = app
+    sid = new_session(client)
+    store.add_message(A, sid, "user", "to be deleted")
+    assert client.delete(f"{BASE}/{sid}", headers=HA).status_code == 204
+    assert_error(client.get(f"{BASE}/{sid}/messages", headers=HA), 404, "session_not_found")
+    assert (
+        store._query("SELECT count(*) AS n FROM messages WHERE session_id = ?", [sid])[0]["n"] == 0
+    )
+
+
+def test_model_failure_is_503_and_keeps_the_question(app):
+    client, model, store = app
+    sid = new_session(client)
+    model.add(ModelUnavailable("no model"), ModelUnavailable("still none"))
+    assert_error(client.post(f"{BASE}/{sid}/messages", json={"content": "How many?"}, headers=HA), 503,
+                 "model_unavailable")  # fmt: skip
+    model.add(ModelTimeout("slow"), ModelTimeout("slow"))
+    assert_error(client.post(f"{BASE}/{sid}/messages", json={"content": "How many?"}, headers=HA), 504,
+                 "model_timeout")  # fmt: skip
+    assert [m["role"] for m in store.list_messages(A, sid)] == ["user", "user"]
+
+
+def test_streaming_send_emits_tool_steps_then_answer(app):
+    client, model, _ = app
+    sid = new_session(client)
+    model.add(AssistantTurn(tool_calls=(ToolCall(id="c", name="get_interaction_summary", arguments={}),)),
+              AssistantTurn(text="You have 3,000 interactions."))  # fmt: skip
+    with client.stream("POST", f"{BASE}/{sid}/messages/stream", json={"content": "How many interactions?"},
+                       headers=HA) as r:  # fmt: skip
+        assert r.headers["content-type"].startswith("text/event-stream")
+        events = [
+            line.removeprefix("event: ") for line in r.iter_lines() if line.startswith("event: ")
+        ]
+    assert events == [
+        "user_message",
+        "tool_call_started",
+        "tool_call_finished",
+        "text_delta",
+        "sources",
+        "done",
+    ]
+
+
+def test_retry_with_the_same_message_id_is_answered_once(app):
+    client, model, store = app
+    sid = new_session(client)
+    model.add(AssistantTurn(text="Hi!"), AssistantTurn(text="Hi again!"))
+    body = {"content": "Hello", "message_id": "client-1"}
+    client.post(f"{BASE}/{sid}/messages", json=body, headers=HA)
+    client.post(f"{BASE}/{sid}/messages", json=body, headers=HA)
+    assert [m["role"] for m in store.list_messages(A, sid)].count("user") == 1
