@@ -13,6 +13,7 @@ from typing import Any
 from crow.agent.context import ToolContext
 from crow.agent.loop import Agent, AgentAnswer
 from crow.agent.prompts import system_prompt
+from crow.qna import answer_from_kb
 from crow.store.chat_store import SessionKind
 from models.messages import Message
 
@@ -84,6 +85,30 @@ class ChatService:
                      "embed_calls": ctx.embed_calls, "fallback": answer.fallback},
         )  # fmt: skip
         yield {"type": "done", "message": stored}
+
+    async def ask_kb(
+        self, org_id: str, question: str, *, session_id: str | None = None
+    ) -> dict[str, Any]:
+        """A Q&A answer from the knowledge base; stored when asked within a Q&A session."""
+        store = self.services.store
+        history: list[Message] = []
+        if session_id is not None:
+            rows = await store.list_messages(org_id, session_id, limit=self.history_messages)
+            if await store.add_message(org_id, session_id, "user", question, kind="qna") is None:
+                raise SessionNotFound(session_id)
+            history = [_as_message(m) for m in rows]
+        ctx = ToolContext(
+            org_id, self.services.embedder, self.services.retriever, self.services.analytics
+        )
+        answer = await answer_from_kb(self.agent.model, ctx, self.services.org_names.get(org_id, org_id),
+                                      history, question)  # fmt: skip
+        fields = {"sources": [s.model_dump() for s in answer.sources], "tool_steps": answer.tool_steps,
+                  "timings": answer.timings}  # fmt: skip
+        if session_id is None:
+            return {"role": "assistant", "content": answer.content, **fields}
+        return await store.add_message(
+            org_id, session_id, "assistant", answer.content, kind="qna", **fields
+        )
 
 
 def _as_message(row: dict[str, Any]) -> Message:

@@ -47,11 +47,16 @@ class Timeouts(_Section):
 
 
 class LLMSettings(_Section):
-    backend: Literal["local", "vllm", "openai"] = "local"
+    backend: Literal["local", "vllm", "openai", "custom"] = "local"
     model: str = Field("qwen2.5-coder-0.5b-instruct-q4_k_m", description="Model id or name.")
     base_url: str | None = Field(None, description="openai backend: endpoint base URL.")
     api_key: str | None = Field(None, description="openai backend: API key.")
+    factory: str | None = Field(
+        None, description="custom backend: 'module:callable' returning a ChatModel."
+    )
     max_tokens: int = Field(512, gt=0)
+    max_waiting: int = Field(8, ge=0, description="local: requests queued behind the running one.")
+    cache_entries: int = Field(256, ge=0, description="Response cache size (0: off).")
 
 
 class EmbedderSettings(_Section):

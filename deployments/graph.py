@@ -12,6 +12,8 @@ from deployments.analytics import AnalyticsDeployment
 from deployments.chat_store import ChatStoreDeployment
 from deployments.embedder import EmbedderDeployment
 from deployments.ingress import Ingress
+from deployments.llm import LLMDeployment
+from deployments.orchestrator import OrchestratorDeployment
 from deployments.reindex_control import ReindexControlDeployment
 from deployments.retriever import RetrieverDeployment
 
@@ -32,12 +34,21 @@ def resolve_args(args: dict[str, Any]) -> dict[str, Any]:
 def build_app(args: dict[str, Any]) -> Application:
     settings = resolve_args(args)
     chat_store = ChatStoreDeployment.bind(settings)
+    embedder = EmbedderDeployment.bind(settings)
     retriever = RetrieverDeployment.bind(settings)
+    analytics = AnalyticsDeployment.bind(settings)
+    llm = LLMDeployment.bind(settings)
+    orchestrator = OrchestratorDeployment.bind(
+        settings, chat_store=chat_store, llm=llm, embedder=embedder, retriever=retriever,
+        analytics=analytics,
+    )  # fmt: skip
     return Ingress.bind(
         settings,
         chat_store=chat_store,
-        embedder=EmbedderDeployment.bind(settings),
+        embedder=embedder,
         retriever=retriever,
-        analytics=AnalyticsDeployment.bind(settings),
+        analytics=analytics,
         reindex=ReindexControlDeployment.bind(settings, chat_store, retriever),
+        orchestrator=orchestrator,
+        llm=llm,
     )

@@ -12,7 +12,8 @@ from crow.api.app import create_app
 from crow.datalake import DataLake
 from crow.services import Services
 from crow.settings import AppSettings
-from deployments.handles import HandleProxy
+from deployments.handles import HandleChatModel, HandleProxy, StreamingProxy
+from models.openai_server import openai_router
 
 
 @serve.deployment(name="Ingress", max_ongoing_requests=200, ray_actor_options={"num_cpus": 0})
@@ -27,6 +28,8 @@ class Ingress:
         retriever: DeploymentHandle,
         analytics: DeploymentHandle,
         reindex: DeploymentHandle,
+        orchestrator: DeploymentHandle,
+        llm: DeploymentHandle,
     ) -> None:
         app_settings = AppSettings.from_args(settings)
         self.services = Services(
@@ -37,10 +40,15 @@ class Ingress:
             retriever=HandleProxy(retriever),
             analytics=HandleProxy(analytics),
             indexer=HandleProxy(reindex),
+            chat=StreamingProxy(orchestrator, streams=["send_events"]),
         )
+        self.llm = HandleChatModel(llm)
 
     def __serve_build_asgi_app__(self) -> FastAPI:
-        return create_app(self.services)
+        app = create_app(self.services)
+        # OpenAI-compatible /v1/chat/completions and /v1/models over the same LLM deployment.
+        app.include_router(openai_router(self.llm, model_name=self.services.settings.llm.model))
+        return app
 
     async def check_health(self) -> None:
         await self.services.store.check_health()

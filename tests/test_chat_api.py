@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from fastapi.testclient import TestClient
@@ -208,3 +209,33 @@ def test_retry_with_the_same_message_id_is_answered_once(app):
     client.post(f"{BASE}/{sid}/messages", json=body, headers=HA)
     client.post(f"{BASE}/{sid}/messages", json=body, headers=HA)
     assert [m["role"] for m in store.list_messages(A, sid)].count("user") == 1
+
+
+def test_qna_answers_from_the_knowledge_base_with_footnotes(app):
+    client, model, _ = app
+
+    def answer_from_docs(messages, tools, params):
+        assert not tools  # the documents are in the prompt; no tool choice for the model
+        first = re.search(r"^## (.+) \((\w+)\)$", messages[0].content, re.M)
+        return AssistantTurn(text=f"Per {first[1]} ({first[2]}): it depends.")
+
+    model.add(answer_from_docs, answer_from_docs)
+    r = client.post("/api/v1/qna/query", json={"content": "return policy"}, headers=HA)
+    assert r.status_code == 200, r.text
+    title, kind = re.search(r"Per (.+) \((\w+)\):", r.json()["content"]).groups()
+    assert r.json()["content"].endswith(f'[1] Org context: "{title}" ({kind})')
+    sid = client.post("/api/v1/qna/sessions", headers=HA).json()["id"]
+    r = client.post(
+        f"/api/v1/qna/sessions/{sid}/messages",
+        json={"content": "return policy"},
+        headers=HA,
+    )
+    assert r.json()["sources"][0]["type"] == "org_context"
+    session = client.get(f"/api/v1/qna/sessions/{sid}", headers=HA).json()
+    assert [m["role"] for m in session["messages"]] == ["user", "assistant"]
+    # Q&A and chat sessions are separate; other orgs see nothing
+    assert_error(client.get(f"{BASE}/{sid}", headers=HA), 404, "session_not_found")
+    assert_error(client.get(f"/api/v1/qna/sessions/{sid}", headers=HB), 404, "session_not_found")
+    assert_error(client.post(f"/api/v1/qna/sessions/{new_session(client)}/messages", json={"content": "x"},
+                             headers=HA), 404, "session_not_found")  # fmt: skip
+    assert client.get(f"{BASE}/organization/{A}", headers=HA).json()["total"] == 1

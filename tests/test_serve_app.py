@@ -47,9 +47,10 @@ def app_url(tmp_path_factory):
     seed(["--data-root", str(var / "data"), "--end", "2026-11-29", "--org", "acme-outdoor"])
     config = yaml.safe_load((ROOT / "serve_config.yaml").read_text())
     app_config = config["applications"][0]
-    args = {**app_config["args"], "var_dir": str(var), "reindex": {"index_missing_on_start": False}}
+    args = {**app_config["args"], "var_dir": str(var), "reindex": {"index_missing_on_start": False},
+            "llm": {"backend": "custom", "factory": "tests.serve_support:rule_model"}}  # fmt: skip
     port = _free_port()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         serve.start(http_options={"host": "127.0.0.1", "port": port})
         serve.run(build_app(args), name=app_config["name"], route_prefix=app_config["route_prefix"])
@@ -79,3 +80,32 @@ def test_ingest_and_org_checks_through_the_serve_proxy(app_url):
     r = httpx.post(f"{app_url}/api/v1/ingest/documents", content=json.dumps(row),
                    headers={**headers, "X-Organization-Id": "fresh-mart"})  # fmt: skip
     assert r.status_code == 404 and r.json()["error"]["code"] == "organization_not_found"
+
+
+def test_chat_through_the_graph(app_url):
+    headers = {"X-Organization-Id": "acme-outdoor"}
+    session = httpx.post(f"{app_url}/api/v1/chat/sessions", headers=headers).json()
+    r = httpx.post(f"{app_url}/api/v1/chat/sessions/{session['id']}/messages",
+                   json={"content": "How many interactions do we have?"}, headers=headers, timeout=60)  # fmt: skip
+    assert r.status_code == 200, r.text
+    summary = httpx.get(
+        f"{app_url}/api/v1/interactions/organization/acme-outdoor/summary", headers=headers
+    ).json()
+    assert r.json()["content"] == f"You have {summary['total']:,} interactions."
+    assert r.json()["tool_steps"][0]["name"] == "get_interaction_summary"
+    with httpx.stream("POST", f"{app_url}/api/v1/chat/sessions/{session['id']}/messages/stream",
+                      json={"content": "Hi!"}, headers=headers, timeout=60) as stream:  # fmt: skip
+        kinds = [line[7:] for line in stream.iter_lines() if line.startswith("event: ")]
+    assert kinds == ["user_message", "text_delta", "sources", "done"]
+    history = httpx.get(
+        f"{app_url}/api/v1/chat/sessions/{session['id']}/messages", headers=headers
+    ).json()
+    assert [m["role"] for m in history["messages"]] == ["user", "assistant"] * 2
+
+
+def test_openai_compatible_routes_reach_the_same_llm(app_url):
+    assert httpx.get(f"{app_url}/v1/models").json()["data"][0]["object"] == "model"
+    r = httpx.post(f"{app_url}/v1/chat/completions", timeout=60,
+                   json={"model": "x", "messages": [{"role": "user", "content": "Hi"}]})  # fmt: skip
+    assert r.status_code == 200, r.text
+    assert r.json()["choices"][0]["message"]["content"].startswith("Hello!")

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from crow.api import routes_chat, routes_health, routes_ingest, routes_qna_index, routes_search
+from crow.api import (
+    routes_chat,
+    routes_health,
+    routes_ingest,
+    routes_qna,
+    routes_qna_index,
+    routes_search,
+)
 from crow.api.errors import install_error_handlers
 from crow.api.limits import BodyLimit
 from crow.services import Services
@@ -25,5 +32,6 @@ def create_app(services: Services) -> FastAPI:
     app.include_router(routes_ingest.router)
     app.include_router(routes_search.router)
     app.include_router(routes_qna_index.router)
+    app.include_router(routes_qna.router)
     app.include_router(routes_chat.router)
     return app

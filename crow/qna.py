@@ -1,0 +1,46 @@
+"""Q&A: answers from the organization's knowledge base only, with footnotes.
+
+Retrieval first (the question is always searched in the knowledge base), then one model call
+that sees only those documents: no tool choice for the model to get wrong.
+"""
+
+from __future__ import annotations
+
+import time
+
+from crow.agent.context import ToolContext
+from crow.agent.loop import AgentAnswer
+from crow.agent.sources import select_sources, with_footnotes
+from crow.agent.tools import OrgContextArgs, search_org_context
+from models.chat import ChatModel
+from models.messages import Message, ModelParams
+
+QNA_PROMPT = (
+    "You are CROW AI answering questions about {org} from its knowledge base. Use only the "
+    "documents below; if they do not answer the question, say that the knowledge base does "
+    "not cover it. Be concise. Do not write a sources list.\n\nDocuments:\n{documents}"
+)
+
+
+async def answer_from_kb(
+    model: ChatModel, ctx: ToolContext, org_name: str, history: list[Message], question: str,
+    *, top_k: int = 4, params: ModelParams | None = None,
+) -> AgentAnswer:  # fmt: skip
+    started = time.perf_counter()
+    found = await search_org_context(OrgContextArgs(query=question, limit=top_k), ctx)
+    tools_s = time.perf_counter() - started
+    docs = "\n\n".join(
+        f"## {d['title']} ({d['type']})\n{d['text']}" for d in found.content["documents"]
+    )
+    messages = [Message.system(QNA_PROMPT.format(org=org_name, documents=docs or "(none found)")),
+                *history, Message.user(question)]  # fmt: skip
+    turn = await model.request(messages, [], params or ModelParams(tool_choice="none"))
+    sources = select_sources(turn.text, found.sources)
+    step = {"id": "kb", "name": "search_org_context", "arguments": {"query": question, "limit": top_k},
+            "ok": True, "error": None, "results": len(found.sources), "ms": round(tools_s * 1000, 1)}  # fmt: skip
+    total = time.perf_counter() - started
+    return AgentAnswer(
+        content=with_footnotes(turn.text, sources), sources=sources, tool_steps=[step],
+        timings={"model_s": round(total - tools_s, 3), "tools_s": round(tools_s, 3), "total_s": round(total, 3)},
+        iterations=1,
+    )  # fmt: skip

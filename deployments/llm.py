@@ -1,0 +1,90 @@
+"""LLM deployment of the CPU profile: one ChatModel backend behind the orchestrator's contract.
+
+``request`` / ``stream`` take and return the shared message types, exactly what the
+orchestrator's HandleChatModel sends, so the orchestrator never knows which backend runs.
+The GPU profile puts Ray Serve LLM's vLLM server in its place (deployments/llm_vllm.py).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from ray import serve
+
+from crow.settings import AppSettings, LLMSettings
+from models.cache import ResponseCache
+from models.chat import ChatModel, stream_turn
+from models.messages import AssistantTurn, Message, ModelParams, StreamEvent, ToolSpec
+
+
+def make_chat_model(llm: LLMSettings, settings: AppSettings) -> ChatModel:
+    """The backend named in the config, chosen once here."""
+    if llm.backend == "local":
+        from models.local import LocalChatModel, LocalModelConfig
+
+        model = LocalChatModel(
+            LocalModelConfig(cache_dir=settings.model_cache_dir, max_waiting=llm.max_waiting)
+        )
+        model.load()
+        return model
+    if llm.backend == "openai":
+        from models.openai_backend import OpenAIChatModel
+
+        if not llm.base_url:
+            raise ValueError("llm.backend 'openai' needs llm.base_url")
+        return OpenAIChatModel(base_url=llm.base_url, api_key=llm.api_key or "", model=llm.model)
+    if llm.backend == "custom":
+        if not llm.factory or ":" not in llm.factory:
+            raise ValueError("llm.backend 'custom' needs llm.factory = 'module:callable'")
+        module, name = llm.factory.split(":", 1)
+        return getattr(importlib.import_module(module), name)()
+    raise ValueError(
+        "llm.backend 'vllm' is served by Ray Serve LLM; see cluster/serve_config.gpu.yaml"
+    )
+
+
+@serve.deployment(name="LLM", max_ongoing_requests=16, ray_actor_options={"num_cpus": 0})
+class LLMDeployment:
+    def __init__(self, settings: dict[str, Any]) -> None:
+        s = AppSettings.from_args(settings)
+        self.name = s.llm.model
+        self.model = make_chat_model(s.llm, s)
+        self.cache = ResponseCache(s.llm.cache_entries)
+
+    async def request(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec] = (),
+        params: ModelParams | None = None, *, use_cache: bool = True,
+    ) -> AssistantTurn:  # fmt: skip
+        params = params or ModelParams()
+        key = ResponseCache.key(self.name, messages, tools, params) if use_cache else None
+        if (cached := self.cache.get(key)) is not None:
+            return cached
+        turn = await self.model.request(messages, tools, params)
+        self.cache.put(key, turn)
+        return turn
+
+    async def stream(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec] = (),
+        params: ModelParams | None = None, *, use_cache: bool = True,
+    ) -> AsyncIterator[StreamEvent]:  # fmt: skip
+        params = params or ModelParams()
+        key = ResponseCache.key(self.name, messages, tools, params) if use_cache else None
+        cached = self.cache.get(key)
+        events = (
+            stream_turn(cached)
+            if cached is not None
+            else self.model.stream(messages, tools, params)
+        )
+        async for event in events:
+            if cached is None and event.type == "turn_done":
+                self.cache.put(key, event.turn)
+            yield event
+
+    def cache_stats(self) -> dict[str, int]:
+        return self.cache.stats()
+
+    def check_health(self) -> None:
+        if self.model is None:
+            raise RuntimeError("model not loaded")

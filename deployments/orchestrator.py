@@ -1,0 +1,37 @@
+"""Orchestrator deployment: the agent loop, calling LLM, Embedder, Retriever and Analytics."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ray import serve
+from ray.serve.handle import DeploymentHandle
+
+from crow.agent.loop import Agent, AgentConfig
+from crow.chat import ChatService, ChatServices
+from crow.datalake import DataLake
+from crow.settings import AppSettings
+from deployments.handles import HandleChatModel, HandleProxy
+
+
+@serve.deployment(name="Orchestrator", max_ongoing_requests=64, ray_actor_options={"num_cpus": 0})
+class OrchestratorDeployment(ChatService):
+    def __init__(
+        self, settings: dict[str, Any], *, chat_store: DeploymentHandle, llm: DeploymentHandle,
+        embedder: DeploymentHandle, retriever: DeploymentHandle, analytics: DeploymentHandle,
+    ) -> None:  # fmt: skip
+        s = AppSettings.from_args(settings)
+        services = ChatServices(
+            store=HandleProxy(chat_store), embedder=HandleProxy(embedder),
+            retriever=HandleProxy(retriever), analytics=HandleProxy(analytics),
+            org_names={o["id"]: o["name"] for o in DataLake(s.data_dir).list_orgs()},
+        )  # fmt: skip
+        agent = Agent(
+            HandleChatModel(llm),
+            AgentConfig(max_iterations=s.limits.max_iterations, tool_timeout_s=s.timeouts.tool_s,
+                        model_timeout_s=s.timeouts.model_s, max_tokens=s.llm.max_tokens),
+        )  # fmt: skip
+        super().__init__(services, agent, history_messages=s.limits.history_messages)
+
+    def check_health(self) -> None:
+        return None

@@ -1,0 +1,137 @@
+"""A small OpenAI-compatible /v1/chat/completions server in front of any ChatModel.
+
+The CPU profile exposes its local model through it; tests put it in front of the scripted
+model to exercise the OpenAI client backend end to end.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from models.chat import ChatModel
+from models.errors import ModelError, ModelOverloaded, ModelTimeout, ModelUnavailable
+from models.messages import ModelParams, TextDelta, ToolCallDone, TurnDone
+from models.openai_wire import (
+    WireFormatError,
+    call_to_wire,
+    chunk,
+    completion_response,
+    messages_from_wire,
+    new_chunk_id,
+    params_from_wire,
+    tools_from_wire,
+    usage_to_wire,
+)
+
+MAX_BODY_BYTES = 1_000_000
+
+
+def build_openai_app(
+    model: ChatModel,
+    *,
+    model_name: str = "local",
+    default_params: ModelParams | None = None,
+) -> FastAPI:
+    """An app serving POST /v1/chat/completions and GET /v1/models for `model`."""
+    app = FastAPI(title="OpenAI-compatible chat completions")
+    app.include_router(openai_router(model, model_name=model_name, default_params=default_params))
+    return app
+
+
+def openai_router(
+    model: ChatModel,
+    *,
+    model_name: str = "local",
+    default_params: ModelParams | None = None,
+    prefix: str = "/v1",
+) -> APIRouter:
+    """The routes of build_openai_app, to include in a larger app."""
+    defaults = default_params or ModelParams()
+    app = APIRouter(prefix=prefix, tags=["OpenAI-compatible"])
+
+    @app.get("/models")
+    async def list_models() -> dict[str, Any]:
+        return {"object": "list", "data": [{"id": model_name, "object": "model"}]}
+
+    @app.post("/chat/completions", response_model=None)
+    async def chat_completions(request: Request) -> JSONResponse | StreamingResponse:
+        raw = await request.body()
+        if len(raw) > MAX_BODY_BYTES:
+            return _error(413, "too_large", f"request body over {MAX_BODY_BYTES} bytes")
+        try:
+            body = json.loads(raw)
+            if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+                raise WireFormatError("body must be an object with a 'messages' list")
+            messages = messages_from_wire(body["messages"])
+            tools = tools_from_wire(body.get("tools") or [])
+            params = params_from_wire(body, default=defaults)
+        except (ValueError, WireFormatError) as exc:
+            return _error(400, "invalid_request", str(exc))
+        if body.get("stream"):
+            events = _sse(model, messages, tools, params, model_name)
+            return StreamingResponse(events, media_type="text/event-stream")
+        try:
+            turn = await model.request(messages, tools, params)
+        except ModelError as exc:
+            return _model_error(exc)
+        return JSONResponse(completion_response(turn, model_name))
+
+    return app
+
+
+async def _sse(
+    model: ChatModel, messages: Any, tools: Any, params: ModelParams, model_name: str
+) -> AsyncIterator[str]:
+    chunk_id = new_chunk_id()
+    yield _data(chunk(chunk_id, model_name, {"role": "assistant", "content": ""}))
+    index = 0
+    try:
+        async for event in model.stream(messages, tools, params):
+            if isinstance(event, TextDelta):
+                yield _data(chunk(chunk_id, model_name, {"content": event.text}))
+            elif isinstance(event, ToolCallDone):
+                call = {"index": index, **call_to_wire(event.call)}
+                index += 1
+                yield _data(chunk(chunk_id, model_name, {"tool_calls": [call]}))
+            elif isinstance(event, TurnDone):
+                final = chunk(chunk_id, model_name, {}, finish_reason=event.turn.finish_reason)
+                yield _data(final)
+                yield _data(
+                    {
+                        **chunk(chunk_id, model_name, {}),
+                        "choices": [],
+                        "usage": usage_to_wire(event.turn),
+                    }
+                )
+    except ModelError as exc:
+        code, _ = _model_error_code(exc)
+        yield _data({"error": {"code": code, "message": str(exc)}})
+    yield "data: [DONE]\n\n"
+
+
+def _data(payload: dict[str, Any]) -> str:
+    return f"data: {json.dumps(payload)}\n\n"
+
+
+def _model_error_code(exc: ModelError) -> tuple[str, int]:
+    if isinstance(exc, ModelTimeout):
+        return "model_timeout", 504
+    if isinstance(exc, ModelOverloaded):
+        return "model_overloaded", 503
+    if isinstance(exc, ModelUnavailable):
+        return "model_unavailable", 503
+    return "model_error", 502
+
+
+def _model_error(exc: ModelError) -> JSONResponse:
+    code, status = _model_error_code(exc)
+    return _error(status, code, str(exc))
+
+
+def _error(status: int, code: str, message: str) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
