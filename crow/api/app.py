@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 from fastapi import FastAPI
 
 from crow.api import (
+    routes_a2a,
     routes_chat,
     routes_health,
     routes_ingest,
@@ -14,14 +18,23 @@ from crow.api import (
 )
 from crow.api.errors import install_error_handlers
 from crow.api.limits import BodyLimit
+from crow.api.mcp_server import MCP_PATH, McpEndpoint
 from crow.services import Services
 
 
 def create_app(services: Services) -> FastAPI:
+    mcp = McpEndpoint(services)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        async with mcp.running():  # the MCP session manager lives as long as the app
+            yield
+
     app = FastAPI(
         title="Ask CROW",
         version="0.1.0",
         description="The retail-analytics chat assistant: chat, Q&A, search, ingest, A2A, MCP.",
+        lifespan=lifespan,
     )
     app.state.services = services
     install_error_handlers(app)
@@ -34,4 +47,6 @@ def create_app(services: Services) -> FastAPI:
     app.include_router(routes_qna_index.router)
     app.include_router(routes_qna.router)
     app.include_router(routes_chat.router)
+    app.include_router(routes_a2a.router)
+    app.add_route(MCP_PATH, mcp, include_in_schema=False)  # MCP streamable HTTP (ASGI app)
     return app
