@@ -46,6 +46,23 @@ class Timeouts(_Section):
     embed_s: float = Field(15.0, gt=0, description="One embedding call.")
 
 
+class VLLMSettings(_Section):
+    """GPU profile: vLLM through Ray Serve LLM (see cluster/serve_config.gpu.yaml)."""
+
+    model_source: str = Field("meta-llama/Llama-3.3-70B-Instruct", description="HF id or path.")
+    accelerator_type: str | None = Field("H100", description="GPU type replicas schedule on.")
+    tensor_parallel_size: int = Field(4, gt=0, description="GPUs one replica shards across.")
+    pipeline_parallel_size: int = Field(1, gt=0)
+    quantization: str | None = Field("fp8", description="vLLM quantization (fp8 for 70B).")
+    max_model_len: int = Field(16384, gt=0)
+    gpu_memory_utilization: float = Field(0.90, gt=0, le=1)
+    min_replicas: int = Field(1, ge=0)
+    max_replicas: int = Field(2, ge=1)
+    target_ongoing_requests: int = Field(16, gt=0)
+    max_ongoing_requests: int = Field(64, gt=0)
+    engine_kwargs: dict[str, Any] = Field(default_factory=dict, description="More vLLM args.")
+
+
 class LLMSettings(_Section):
     backend: Literal["local", "vllm", "openai", "custom"] = "local"
     model: str = Field("qwen2.5-coder-0.5b-instruct-q4_k_m", description="Model id or name.")
@@ -57,6 +74,7 @@ class LLMSettings(_Section):
     max_tokens: int = Field(512, gt=0)
     max_waiting: int = Field(8, ge=0, description="local: requests queued behind the running one.")
     cache_entries: int = Field(256, ge=0, description="Response cache size (0: off).")
+    vllm: VLLMSettings = VLLMSettings()
 
 
 class EmbedderSettings(_Section):

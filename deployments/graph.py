@@ -12,7 +12,7 @@ from deployments.analytics import AnalyticsDeployment
 from deployments.chat_store import ChatStoreDeployment
 from deployments.embedder import EmbedderDeployment
 from deployments.ingress import Ingress
-from deployments.llm import LLMDeployment
+from deployments.llm_vllm import llm_deployment
 from deployments.orchestrator import OrchestratorDeployment
 from deployments.reindex_control import ReindexControlDeployment
 from deployments.retriever import RetrieverDeployment
@@ -37,7 +37,7 @@ def build_app(args: dict[str, Any]) -> Application:
     embedder = EmbedderDeployment.bind(settings)
     retriever = RetrieverDeployment.bind(settings)
     analytics = AnalyticsDeployment.bind(settings)
-    llm = LLMDeployment.bind(settings)
+    llm = llm_deployment(AppSettings.from_args(settings), settings)
     orchestrator = OrchestratorDeployment.bind(
         settings, chat_store=chat_store, llm=llm, embedder=embedder, retriever=retriever,
         analytics=analytics,

@@ -12,7 +12,8 @@ from crow.api.app import create_app
 from crow.datalake import DataLake
 from crow.services import Services
 from crow.settings import AppSettings
-from deployments.handles import HandleChatModel, HandleProxy, StreamingProxy
+from deployments.handles import HandleProxy, StreamingProxy
+from deployments.llm_vllm import chat_model_for
 from models.openai_server import openai_router
 
 
@@ -42,7 +43,7 @@ class Ingress:
             indexer=HandleProxy(reindex),
             chat=StreamingProxy(orchestrator, streams=["send_events"]),
         )
-        self.llm = HandleChatModel(llm)
+        self.llm = chat_model_for(llm, app_settings)
 
     def __serve_build_asgi_app__(self) -> FastAPI:
         app = create_app(self.services)

@@ -11,7 +11,8 @@ from crow.agent.loop import Agent, AgentConfig
 from crow.chat import ChatService, ChatServices
 from crow.datalake import DataLake
 from crow.settings import AppSettings
-from deployments.handles import HandleChatModel, HandleProxy
+from deployments.handles import HandleProxy
+from deployments.llm_vllm import chat_model_for
 
 
 @serve.deployment(name="Orchestrator", max_ongoing_requests=64, ray_actor_options={"num_cpus": 0})
@@ -27,7 +28,7 @@ class OrchestratorDeployment(ChatService):
             org_names={o["id"]: o["name"] for o in DataLake(s.data_dir).list_orgs()},
         )  # fmt: skip
         agent = Agent(
-            HandleChatModel(llm),
+            chat_model_for(llm, s),
             AgentConfig(max_iterations=s.limits.max_iterations, tool_timeout_s=s.timeouts.tool_s,
                         model_timeout_s=s.timeouts.model_s, max_tokens=s.llm.max_tokens),
         )  # fmt: skip

@@ -66,19 +66,7 @@ class OpenAIChatModel:
                 )
             _raise_for_status(response)
             data = response.json()
-        try:
-            choice = data["choices"][0]
-            message = choice["message"]
-        except (KeyError, IndexError, TypeError):
-            raise ModelError(f"malformed chat completion: {str(data)[:200]}") from None
-        return _turn(
-            message.get("content") or "",
-            message.get("tool_calls") or (),
-            choice.get("finish_reason"),
-            data.get("usage") or {},
-            tools,
-            params,
-        )
+        return turn_from_completion(data, tools, params)
 
     async def stream(
         self,
@@ -184,6 +172,25 @@ def _raise_for_status(response: httpx.Response) -> None:
     if response.status_code == 504:
         raise ModelTimeout(f"model endpoint timed out: {detail}")
     raise ModelError(f"model endpoint answered {response.status_code}: {detail}")
+
+
+def turn_from_completion(
+    data: Mapping[str, Any], tools: Sequence[ToolSpec], params: ModelParams
+) -> AssistantTurn:
+    """The assistant turn of a (non-streamed) chat-completions response body."""
+    try:
+        choice = data["choices"][0]
+        message = choice["message"]
+    except (KeyError, IndexError, TypeError):
+        raise ModelError(f"malformed chat completion: {str(data)[:200]}") from None
+    return _turn(
+        message.get("content") or "",
+        message.get("tool_calls") or (),
+        choice.get("finish_reason"),
+        data.get("usage") or {},
+        tools,
+        params,
+    )
 
 
 def _turn(

@@ -21,6 +21,21 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 ORG_A, ORG_B = "acme-outdoor", "fresh-mart"
 
 
+@pytest.fixture(autouse=True)
+def _no_real_models_unless_marked(request, monkeypatch):
+    """A test reaches a real model in this process only when marked @pytest.mark.real_model."""
+    if request.node.get_closest_marker("real_model"):
+        return
+    from models.embedder import SentenceTransformerEmbedder
+    from models.local import LocalChatModel
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("this test reached a real model; mark it @pytest.mark.real_model")
+
+    monkeypatch.setattr(LocalChatModel, "load", refuse)
+    monkeypatch.setattr(SentenceTransformerEmbedder, "__init__", refuse)
+
+
 @pytest.fixture
 def settings(tmp_path: Path) -> AppSettings:
     return AppSettings.from_args({"var_dir": str(tmp_path / "var")})

@@ -10,6 +10,7 @@ from fastapi import FastAPI
 from crow.api import (
     routes_a2a,
     routes_chat,
+    routes_dashboard,
     routes_health,
     routes_ingest,
     routes_qna,
@@ -49,4 +50,5 @@ def create_app(services: Services) -> FastAPI:
     app.include_router(routes_chat.router)
     app.include_router(routes_a2a.router)
     app.add_route(MCP_PATH, mcp, include_in_schema=False)  # MCP streamable HTTP (ASGI app)
+    routes_dashboard.install(app)  # the web page at / and /static/
     return app

@@ -3,17 +3,11 @@
 from __future__ import annotations
 
 from fastapi import APIRouter
-from fastapi.responses import RedirectResponse
 
 from crow.api.deps import ServicesDep
 from crow.api.errors import ApiError
 
 router = APIRouter(tags=["health"])
-
-
-@router.get("/", include_in_schema=False)
-async def root() -> RedirectResponse:
-    return RedirectResponse("/docs")
 
 
 @router.get("/health", summary="Alive")

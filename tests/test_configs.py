@@ -1,0 +1,54 @@
+"""Both serve configs parse, their args validate against build_app's schema, and every
+deployment they configure exists in the graph (a typo anywhere fails here)."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from deployments.graph import resolve_args
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = [ROOT / "serve_config.yaml", ROOT / "cluster" / "serve_config.gpu.yaml"]
+DEPLOYMENTS = {"Ingress", "ChatStore", "Orchestrator", "LLM", "Embedder", "Retriever", "Analytics",
+               "ReindexControl"}  # fmt: skip
+
+
+def graph_deployment_names() -> set[str]:
+    from deployments import (
+        analytics,
+        chat_store,
+        embedder,
+        ingress,
+        llm,
+        orchestrator,
+        reindex_control,
+        retriever,
+    )
+
+    classes = [analytics.AnalyticsDeployment, chat_store.ChatStoreDeployment, embedder.EmbedderDeployment,
+               ingress.Ingress, llm.LLMDeployment, orchestrator.OrchestratorDeployment,
+               reindex_control.ReindexControlDeployment, retriever.RetrieverDeployment]  # fmt: skip
+    return {c.name for c in classes}
+
+
+def test_the_graph_has_the_documented_deployments():
+    assert graph_deployment_names() == DEPLOYMENTS
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
+def test_serve_config_validates(path):
+    config = yaml.safe_load(path.read_text())
+    (app,) = config["applications"]
+    assert app["import_path"] == "deployments.graph:build_app"
+    resolve_args(app["args"])
+    assert {d["name"] for d in app["deployments"]} <= DEPLOYMENTS
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
+def test_a_typo_in_args_fails(path):
+    app = yaml.safe_load(path.read_text())["applications"][0]
+    with pytest.raises(ValueError):
+        resolve_args({**app["args"], "embeder": {"model": "x"}})
+    with pytest.raises(ValueError):
+        resolve_args({**app["args"], "llm": {**app["args"]["llm"], "bakend": "local"}})
