@@ -12,7 +12,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export RAY_USAGE_STATS_ENABLED := 0
 
-.PHONY: run test setup data lint format
+.PHONY: run test setup data lint format eval bench
 
 run: data
 	@echo "Ask CROW is starting (Ctrl-C stops it):"
@@ -35,6 +35,15 @@ $(STAMP): pyproject.toml
 
 data: setup
 	$(PY) -m jobs.seed_demo --if-missing
+
+# Tool selection, grounding and latency of the configured model on an evaluation file.
+EVAL_FILE ?= ../shared/evals/queries.jsonl
+eval: data
+	$(PY) -m jobs.eval --eval-file $(EVAL_FILE)
+
+bench: data
+	$(PY) -m benchmarks.retrieval_bench
+	@echo "results: var/bench/"
 
 lint: setup
 	$(PY) -m ruff check .
