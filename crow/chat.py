@@ -13,6 +13,7 @@ from typing import Any
 from crow.agent.context import ToolContext
 from crow.agent.loop import Agent, AgentAnswer
 from crow.agent.prompts import system_prompt
+from crow.metrics import Metrics, NoMetrics
 from crow.qna import answer_from_kb
 from crow.store.chat_store import SessionKind
 from models.messages import Message
@@ -34,10 +35,22 @@ class ChatServices:
 
 
 class ChatService:
-    def __init__(self, services: ChatServices, agent: Agent, *, history_messages: int = 10) -> None:
+    def __init__(
+        self, services: ChatServices, agent: Agent, *, history_messages: int = 10,
+        metrics: Metrics | None = None,
+    ) -> None:  # fmt: skip
         self.services = services
         self.agent = agent
         self.history_messages = history_messages
+        self.metrics = metrics or NoMetrics()
+
+    def _record(self, answer: AgentAnswer) -> None:
+        self.metrics.observe("crow_agent_iterations", answer.iterations)
+        if answer.fallback:
+            self.metrics.inc("crow_agent_fallbacks_total", reason=answer.fallback.split(":")[0])
+        for step in answer.tool_steps:
+            self.metrics.inc("crow_tool_calls_total", tool=step["name"], ok=str(step["ok"]).lower())
+            self.metrics.observe("crow_tool_seconds", step["ms"] / 1000, tool=step["name"])
 
     async def send(
         self, org_id: str, session_id: str, content: str, *, kind: SessionKind = "chat",
@@ -78,6 +91,7 @@ class ChatService:
             else:
                 yield event
         assert answer is not None
+        self._record(answer)
         stored = await store.add_message(
             org_id, session_id, "assistant", answer.content, kind=kind,
             sources=[s.model_dump() for s in answer.sources], tool_steps=answer.tool_steps,

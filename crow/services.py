@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from crow.datalake import DataLake
+from crow.metrics import Metrics, NoMetrics
 from crow.settings import AppSettings
 
 
@@ -41,3 +42,4 @@ class Services:
     analytics: Any = None  # crow.analytics.Analytics
     indexer: Any = None  # crow.indexer.Indexer (already async)
     chat: Any = None  # crow.chat.ChatService: send / send_events (already async)
+    metrics: Metrics = field(default_factory=NoMetrics)

@@ -14,6 +14,7 @@ from crow.services import Services
 from crow.settings import AppSettings
 from deployments.handles import HandleProxy, StreamingProxy
 from deployments.llm_vllm import chat_model_for
+from deployments.metrics import RayMetrics
 from models.openai_server import openai_router
 
 
@@ -42,6 +43,7 @@ class Ingress:
             analytics=HandleProxy(analytics),
             indexer=HandleProxy(reindex),
             chat=StreamingProxy(orchestrator, streams=["send_events"]),
+            metrics=RayMetrics(),
         )
         self.llm = chat_model_for(llm, app_settings)
 

@@ -14,6 +14,7 @@ from typing import Any
 from ray import serve
 
 from crow.settings import AppSettings, LLMSettings
+from deployments.metrics import RayMetrics
 from models.cache import ResponseCache
 from models.chat import ChatModel, stream_turn
 from models.messages import AssistantTurn, Message, ModelParams, StreamEvent, ToolSpec
@@ -52,6 +53,17 @@ class LLMDeployment:
         self.name = s.llm.model
         self.model = make_chat_model(s.llm, s)
         self.cache = ResponseCache(s.llm.cache_entries)
+        self.metrics = RayMetrics()
+
+    def _record(self, turn: AssistantTurn, *, cached: bool) -> None:
+        self.metrics.inc("crow_llm_cache_total", result="hit" if cached else "miss")
+        if cached:
+            return
+        self.metrics.inc("crow_llm_prompt_tokens_total", turn.usage.prompt_tokens)
+        self.metrics.inc("crow_llm_completion_tokens_total", turn.usage.completion_tokens)
+        stats = getattr(self.model, "last_stats", None)
+        if stats is not None and stats.first_token_s is not None:
+            self.metrics.observe("crow_llm_first_token_seconds", stats.first_token_s)
 
     async def request(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec] = (),
@@ -60,9 +72,11 @@ class LLMDeployment:
         params = params or ModelParams()
         key = ResponseCache.key(self.name, messages, tools, params) if use_cache else None
         if (cached := self.cache.get(key)) is not None:
+            self._record(cached, cached=True)
             return cached
         turn = await self.model.request(messages, tools, params)
         self.cache.put(key, turn)
+        self._record(turn, cached=False)
         return turn
 
     async def stream(
@@ -78,8 +92,9 @@ class LLMDeployment:
             else self.model.stream(messages, tools, params)
         )
         async for event in events:
-            if cached is None and event.type == "turn_done":
+            if event.type == "turn_done":
                 self.cache.put(key, event.turn)
+                self._record(event.turn, cached=cached is not None)
             yield event
 
     def cache_stats(self) -> dict[str, int]:

@@ -13,6 +13,7 @@ from crow.datalake import DataLake
 from crow.settings import AppSettings
 from deployments.handles import HandleProxy
 from deployments.llm_vllm import chat_model_for
+from deployments.metrics import RayMetrics
 
 
 @serve.deployment(name="Orchestrator", max_ongoing_requests=64, ray_actor_options={"num_cpus": 0})
@@ -32,7 +33,9 @@ class OrchestratorDeployment(ChatService):
             AgentConfig(max_iterations=s.limits.max_iterations, tool_timeout_s=s.timeouts.tool_s,
                         model_timeout_s=s.timeouts.model_s, max_tokens=s.llm.max_tokens),
         )  # fmt: skip
-        super().__init__(services, agent, history_messages=s.limits.history_messages)
+        super().__init__(
+            services, agent, history_messages=s.limits.history_messages, metrics=RayMetrics()
+        )
 
     def check_health(self) -> None:
         return None

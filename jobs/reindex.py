@@ -143,8 +143,20 @@ def reindex_collection(
     if meta is not None:
         recorder.record_index(collection, meta)
     seconds = time.perf_counter() - started
+    _record_metrics(collection, len(ids), seconds)
     return {**detail, "rows": len(ids), "removed": len(remove), "seconds": round(seconds, 2),
             "version": meta.version if meta else None}  # fmt: skip
+
+
+def _record_metrics(collection: str, rows: int, seconds: float) -> None:
+    try:
+        from deployments.metrics import RayMetrics
+
+        metrics = RayMetrics()
+        metrics.inc("crow_reindex_rows_total", rows, collection=collection)
+        metrics.observe("crow_reindex_seconds", seconds, collection=collection)
+    except Exception as exc:  # metrics must never fail a reindex
+        log.info("reindex metrics not recorded: %s", exc)
 
 
 def _subset_parquet(table: pa.Table, ids: list[str], tmp_root: Path) -> list[str]:

@@ -239,3 +239,34 @@ def test_qna_answers_from_the_knowledge_base_with_footnotes(app):
     assert_error(client.post(f"/api/v1/qna/sessions/{new_session(client)}/messages", json={"content": "x"},
                              headers=HA), 404, "session_not_found")  # fmt: skip
     assert client.get(f"{BASE}/organization/{A}", headers=HA).json()["total"] == 1
+
+
+def test_metrics_record_routes_tools_and_iterations(demo, tmp_path):
+    from crow.metrics import MemoryMetrics
+
+    metrics, store, model = MemoryMetrics(), ChatStore(tmp_path / "m.duckdb"), ScriptedChatModel()
+    proxies = demo.proxies()
+    chat = ChatService(
+        ChatServices(store=ThreadProxy(store), org_names={}, **proxies),
+        Agent(model),
+        metrics=metrics,
+    )
+    services = Services(settings=demo.settings, lake=demo.lake, store=ThreadProxy(store), chat=chat,
+                        metrics=metrics, **proxies)  # fmt: skip
+    model.add(AssistantTurn(tool_calls=(ToolCall(id="c", name="get_interaction_summary", arguments={}),)),
+              AssistantTurn(text="3,000."))  # fmt: skip
+    with TestClient(create_app(services)) as client:
+        sid = new_session(client)
+        client.post(f"{BASE}/{sid}/messages", json={"content": "How many?"}, headers=HA)
+        client.get(f"{BASE}/ses_missing", headers=HA)
+    store.close()
+    assert metrics.total("crow_http_requests_total", route="/api/v1/chat/sessions/{session_id}/messages",
+                         status="200") == 1  # fmt: skip
+    assert (
+        metrics.total(
+            "crow_http_requests_total", route="/api/v1/chat/sessions/{session_id}", status="404"
+        )
+        == 1
+    )
+    assert metrics.total("crow_tool_calls_total", tool="get_interaction_summary", ok="true") == 1
+    assert metrics.observations["crow_agent_iterations"] == [2]

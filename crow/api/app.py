@@ -18,7 +18,7 @@ from crow.api import (
     routes_search,
 )
 from crow.api.errors import install_error_handlers
-from crow.api.limits import BodyLimit
+from crow.api.limits import BodyLimit, RequestMetrics
 from crow.api.mcp_server import MCP_PATH, McpEndpoint
 from crow.services import Services
 
@@ -39,6 +39,7 @@ def create_app(services: Services) -> FastAPI:
     )
     app.state.services = services
     install_error_handlers(app)
+    app.add_middleware(RequestMetrics, metrics=services.metrics)
     app.add_middleware(
         BodyLimit, limit=services.settings.limits.max_body_bytes, exempt=("/api/v1/ingest/",)
     )
