@@ -11,8 +11,11 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export RAY_USAGE_STATS_ENABLED := 0
+# The dashboard's browser tests drive Debian's Chromium; Playwright never downloads one.
+export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
+CHROMIUM := /usr/bin/chromium
 
-.PHONY: run test setup data lint format eval bench
+.PHONY: run test setup data lint format browser eval bench
 
 run: data
 	@echo "Ask CROW is starting (Ctrl-C stops it):"
@@ -21,7 +24,7 @@ run: data
 	@echo "  Ray dashboard  http://127.0.0.1:8265/"
 	$(VENV)/bin/serve run serve_config.yaml
 
-test: setup
+test: setup browser
 	$(PY) -m ruff check .
 	$(PY) -m pytest
 
@@ -32,6 +35,14 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
 	@touch $@
+
+# Chromium from Debian for tests/test_dashboard_e2e.py (apt-get; as root or with sudo).
+browser:
+	@test -x $(CHROMIUM) || { \
+	  if [ "$$(id -u)" = 0 ]; then sudo=; elif command -v sudo >/dev/null; then sudo=sudo; \
+	  else echo "Chromium is missing: apt-get install chromium" >&2; exit 1; fi; \
+	  $$sudo apt-get update -qq && \
+	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
 data: setup
 	$(PY) -m jobs.seed_demo --if-missing

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from ray.util import metrics as ray_metrics
 
 from crow.metrics import METRICS
+
+log = logging.getLogger("ray.serve")
 
 
 class RayMetrics:
@@ -30,7 +33,15 @@ class RayMetrics:
         return self._made[name]
 
     def inc(self, name: str, value: float = 1.0, **tags: str) -> None:
-        self._metric(name).inc(value, tags=tags or None)
+        if value <= 0:  # Ray counters take positive increments only
+            return
+        try:
+            self._metric(name).inc(value, tags=tags or None)
+        except Exception:  # a metric must never fail the request it describes
+            log.exception("metric %s not recorded", name)
 
     def observe(self, name: str, value: float, **tags: str) -> None:
-        self._metric(name).observe(value, tags=tags or None)
+        try:
+            self._metric(name).observe(value, tags=tags or None)
+        except Exception:
+            log.exception("metric %s not recorded", name)
