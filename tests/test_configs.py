@@ -52,3 +52,27 @@ def test_a_typo_in_args_fails(path):
         resolve_args({**app["args"], "embeder": {"model": "x"}})
     with pytest.raises(ValueError):
         resolve_args({**app["args"], "llm": {**app["args"]["llm"], "bakend": "local"}})
+
+
+def test_rayservice_serve_config_matches_the_gpu_profile():
+    service = yaml.safe_load((ROOT / "cluster" / "rayservice.yaml").read_text())
+    embedded = yaml.safe_load(service["spec"]["serveConfigV2"])
+    gpu = yaml.safe_load((ROOT / "cluster" / "serve_config.gpu.yaml").read_text())
+    (app,) = embedded["applications"]
+    assert app["import_path"] == "deployments.graph:build_app"
+    settings = resolve_args(app["args"])
+    assert settings["llm"] == gpu["applications"][0]["args"]["llm"]
+    assert {d["name"] for d in app["deployments"]} <= DEPLOYMENTS
+    head = service["spec"]["rayClusterConfig"]["headGroupSpec"]
+    assert "nvidia.com/gpu" not in head["template"]["spec"]["containers"][0]["resources"]["limits"]
+    gpus = [g for g in service["spec"]["rayClusterConfig"]["workerGroupSpecs"]
+            if "nvidia.com/gpu" in g["template"]["spec"]["containers"][0]["resources"]["limits"]]  # fmt: skip
+    per_node = int(
+        gpus[0]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"]
+    )
+    assert per_node >= app["args"]["llm"]["vllm"]["tensor_parallel_size"]
+
+
+def test_rayjob_runs_the_reindex_module():
+    job = yaml.safe_load((ROOT / "cluster" / "rayjob-reindex.yaml").read_text())
+    assert job["spec"]["entrypoint"].startswith("python -m jobs.reindex --org ")
