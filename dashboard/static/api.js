@@ -1,0 +1,116 @@
+// The chat API as the page uses it. Every request names the organization in use in
+// X-Organization-Id; errors come back as ApiError with the API's {error: {code, message}}.
+
+export class ApiError extends Error {
+  constructor(code, message, status = 0) {
+    super(message);
+    this.code = code;
+    this.status = status;
+  }
+}
+
+async function errorFrom(response) {
+  let code = `http_${response.status}`;
+  let message = `The server answered ${response.status} ${response.statusText}`.trim();
+  try {
+    const body = await response.json();
+    if (body?.error?.message) ({ code, message } = body.error);
+  } catch {
+    // not the API's error shape: keep the status line
+  }
+  return new ApiError(code, message, response.status);
+}
+
+export async function request(method, path, { org, body, signal } = {}) {
+  const headers = { Accept: "application/json" };
+  if (org) headers["X-Organization-Id"] = org;
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  let response;
+  try {
+    response = await fetch(path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal,
+    });
+  } catch (err) {
+    if (err.name === "AbortError") throw err;
+    throw new ApiError("network_error", "Could not reach the server. Check the connection.");
+  }
+  if (!response.ok) throw await errorFrom(response);
+  return response.status === 204 ? null : response.json();
+}
+
+const enc = encodeURIComponent;
+
+export const api = {
+  organizations: () => request("GET", "/api/v1/organizations"),
+  sessions: (org) => request("GET", `/api/v1/chat/sessions/organization/${enc(org)}?limit=100`, { org }),
+  createSession: (org) => request("POST", "/api/v1/chat/sessions", { org, body: {} }),
+  deleteSession: (org, id) => request("DELETE", `/api/v1/chat/sessions/${enc(id)}`, { org }),
+  messages: (org, id) => request("GET", `/api/v1/chat/sessions/${enc(id)}/messages?limit=100`, { org }),
+};
+
+/**
+ * Send a message and follow the answer's server-sent events: `onEvent(type, data)` for
+ * user_message, tool_call_started, tool_call_finished, text_delta, sources and done. An
+ * `error` event is thrown as ApiError. Resolves with the stored answer (the done message).
+ */
+export async function streamMessage(org, sessionId, body, onEvent, signal) {
+  let response;
+  try {
+    response = await fetch(`/api/v1/chat/sessions/${enc(sessionId)}/messages/stream`, {
+      method: "POST",
+      headers: {
+        "X-Organization-Id": org,
+        "Content-Type": "application/json",
+        Accept: "text/event-stream",
+      },
+      body: JSON.stringify(body),
+      signal,
+    });
+  } catch (err) {
+    if (err.name === "AbortError") throw err;
+    throw new ApiError("network_error", "Could not reach the server. Check the connection.");
+  }
+  if (!response.ok) throw await errorFrom(response);
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  let answer = null;
+  const dispatch = (chunk) => {
+    let type = "message";
+    const data = [];
+    for (const line of chunk.split("\n")) {
+      if (line.startsWith("event:")) type = line.slice(6).trim();
+      else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+    }
+    if (!data.length) return;
+    const payload = JSON.parse(data.join("\n"));
+    if (type === "error") {
+      const e = payload.error || {};
+      throw new ApiError(e.code || "stream_error", e.message || "The answer failed.");
+    }
+    if (type === "done") answer = payload.message;
+    onEvent(type, payload);
+  };
+  for (;;) {
+    let chunk;
+    try {
+      chunk = await reader.read();
+    } catch (err) {
+      if (err.name === "AbortError") throw err;
+      throw new ApiError("network_error", "The connection was lost while CROW was answering.");
+    }
+    if (chunk.done) break;
+    buffer += chunk.value.replace(/\r\n?/g, "\n");
+    let end = buffer.indexOf("\n\n");
+    while (end >= 0) {
+      dispatch(buffer.slice(0, end));
+      buffer = buffer.slice(end + 2);
+      end = buffer.indexOf("\n\n");
+    }
+  }
+  if (buffer.trim()) dispatch(buffer);
+  if (!answer) throw new ApiError("incomplete_answer", "The answer stopped before it was complete.");
+  return answer;
+}

@@ -1,0 +1,668 @@
+// Ask CROW: the chat page. Plain ES module, no framework. All model output and data reach
+// the page as text (textContent) or through markdown.js, which escapes everything first.
+
+import { api, ApiError, streamMessage } from "./api.js";
+import { toFragment } from "./markdown.js";
+
+const SUGGESTIONS = [
+  "How many interactions do we have?",
+  "What are our top products?",
+  "Show me recent web interactions",
+  "What behavioral patterns have been detected?",
+  "What trends are emerging in CCTV data?",
+  "Tell me about our company",
+  "What is our target market?",
+];
+
+const TOOL_LABELS = {
+  get_interaction_summary: "Counting interactions",
+  search_products: "Searching products",
+  search_interactions: "Searching interactions",
+  search_patterns: "Looking at behavioral patterns",
+  search_org_context: "Reading the knowledge base",
+};
+
+const SOURCE_KINDS = {
+  product: ["Product", "Category"],
+  interaction: ["Interaction", "Channel"],
+  pattern: ["Behavioral pattern", "Pattern type"],
+  org_context: ["Knowledge base", "Context type"],
+};
+
+const TITLE_WORDS = 6;
+const TITLE_CHARS = 40;
+const ORG_KEY = "crow.org";
+
+const $ = (id) => document.getElementById(id);
+const el = {
+  app: $("app"),
+  sidebar: $("sidebar"),
+  scrim: $("scrim"),
+  sessionList: $("session-list"),
+  historyNote: $("history-note"),
+  historyToggle: $("history-toggle"),
+  historyBody: $("history-body"),
+  orgSelect: $("org-select"),
+  landing: $("landing"),
+  thread: $("thread"),
+  scroller: $("scroller"),
+  suggestions: $("suggestions"),
+  composer: $("composer"),
+  input: $("input"),
+  send: $("send"),
+  title: $("topbar-title"),
+  confirm: $("confirm-delete"),
+  confirmName: $("confirm-name"),
+  sourceDialog: $("source-dialog"),
+  toast: $("toast"),
+};
+
+const state = {
+  orgs: [],
+  org: null,
+  sessionId: null,
+  server: [], // the org's sessions as the server last listed them
+  local: new Map(), // org -> Map(id -> session) created on this page, not yet listed
+  busy: false, // an answer is being generated
+  view: 0, // bumped on every navigation, so late answers never land in the wrong view
+};
+
+// ---------------------------------------------------------------- small helpers
+
+function h(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === "class") node.className = value;
+    else if (key === "text") node.textContent = value;
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value === true ? "" : value);
+  }
+  for (const child of children) if (child != null) node.append(child);
+  return node;
+}
+
+function trashIcon() {
+  const ns = "http://www.w3.org/2000/svg";
+  const svg = document.createElementNS(ns, "svg");
+  svg.setAttribute("viewBox", "0 0 24 24");
+  svg.setAttribute("class", "icon");
+  svg.setAttribute("aria-hidden", "true");
+  const path = document.createElementNS(ns, "path");
+  path.setAttribute("d", "M4 7h16M9 7V4h6v3M6 7l1 13h10l1-13M10 11v6M14 11v6");
+  svg.append(path);
+  return svg;
+}
+
+function sessionTitle(text) {
+  const title = text.split(/\s+/).filter(Boolean).slice(0, TITLE_WORDS).join(" ");
+  return title.length <= TITLE_CHARS ? title : `${title.slice(0, TITLE_CHARS - 1).trimEnd()}…`;
+}
+
+function newMessageId() {
+  const rand = crypto.randomUUID ? crypto.randomUUID() : `${Date.now()}-${Math.random()}`;
+  return `web-${rand.replace(/[^A-Za-z0-9]/g, "").slice(0, 40)}`;
+}
+
+let toastTimer;
+function toast(message) {
+  el.toast.textContent = message;
+  el.toast.hidden = false;
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(() => {
+    el.toast.hidden = true;
+  }, 3500);
+}
+
+function scrollToEnd() {
+  el.scroller.scrollTo({ top: el.scroller.scrollHeight, behavior: "smooth" });
+}
+
+function orgName(id) {
+  return state.orgs.find((o) => o.id === id)?.name || id;
+}
+
+// ---------------------------------------------------------------- URL <-> state
+
+function urlFor(org, sessionId) {
+  const params = new URLSearchParams();
+  if (org) params.set("org", org);
+  if (sessionId) params.set("session", sessionId);
+  return `/?${params}`;
+}
+
+function syncUrl({ replace = false } = {}) {
+  const url = urlFor(state.org, state.sessionId);
+  if (`${location.pathname}${location.search}` === url) return;
+  history[replace ? "replaceState" : "pushState"]({}, "", url);
+}
+
+// ---------------------------------------------------------------- sidebar
+
+function localSessions(org) {
+  if (!state.local.has(org)) state.local.set(org, new Map());
+  return state.local.get(org);
+}
+
+function mergedSessions() {
+  const local = localSessions(state.org);
+  const listed = new Set(state.server.map((s) => s.id));
+  for (const id of [...local.keys()]) if (listed.has(id)) local.delete(id);
+  const all = [...local.values(), ...state.server];
+  return all.sort((a, b) => String(b.updated_at).localeCompare(String(a.updated_at)));
+}
+
+function renderSidebar() {
+  const sessions = mergedSessions();
+  el.sessionList.replaceChildren(
+    ...sessions.map((s) => {
+      const active = s.id === state.sessionId;
+      const title = s.title || "New chat";
+      return h(
+        "li",
+        { class: `session${active ? " active" : ""}`, "data-session-id": s.id },
+        h("a", {
+          class: "session-link",
+          href: urlFor(state.org, s.id),
+          "aria-current": active ? "page" : null,
+          title,
+          text: title,
+          onclick: (event) => {
+            if (event.metaKey || event.ctrlKey || event.shiftKey || event.button !== 0) return;
+            event.preventDefault();
+            openSession(s.id);
+            closeDrawer();
+          },
+        }),
+        h("button", {
+          type: "button",
+          class: "icon-btn session-delete",
+          "aria-label": `Delete chat “${title}”`,
+          title: "Delete chat",
+          onclick: () => confirmDelete(s),
+        }, trashIcon()),
+      );
+    }),
+  );
+  if (!sessions.length && el.historyNote.dataset.kind !== "error") {
+    el.historyNote.textContent = "No chats yet. Ask a question to start one.";
+    el.historyNote.hidden = false;
+    el.historyNote.dataset.kind = "empty";
+  } else if (sessions.length && el.historyNote.dataset.kind === "empty") {
+    el.historyNote.hidden = true;
+    el.historyNote.dataset.kind = "";
+  }
+}
+
+async function refreshSessions() {
+  const org = state.org;
+  try {
+    const page = await api.sessions(org);
+    if (org !== state.org) return;
+    state.server = page.sessions;
+    el.historyNote.hidden = true;
+    el.historyNote.dataset.kind = "";
+  } catch (err) {
+    if (org !== state.org) return;
+    el.historyNote.replaceChildren(
+      document.createTextNode(`Could not load chats: ${err.message} `),
+      h("button", { type: "button", class: "link-btn", text: "Retry", onclick: refreshSessions }),
+    );
+    el.historyNote.hidden = false;
+    el.historyNote.dataset.kind = "error";
+  }
+  renderSidebar();
+}
+
+function rememberLocal(session) {
+  localSessions(state.org).set(session.id, session);
+  renderSidebar();
+}
+
+async function confirmDelete(session) {
+  el.confirmName.textContent = session.title || "New chat";
+  el.confirm.returnValue = "";
+  el.confirm.showModal();
+  const choice = await new Promise((resolve) =>
+    el.confirm.addEventListener("close", () => resolve(el.confirm.returnValue), { once: true }),
+  );
+  if (choice !== "delete") return;
+  const org = state.org;
+  try {
+    await api.deleteSession(org, session.id);
+  } catch (err) {
+    if (err.code !== "session_not_found") {
+      toast(`Could not delete the chat: ${err.message}`);
+      return;
+    }
+  }
+  localSessions(org).delete(session.id);
+  state.server = state.server.filter((s) => s.id !== session.id);
+  if (state.sessionId === session.id) newChat({ replace: true });
+  renderSidebar();
+  toast("Chat deleted");
+}
+
+function setHistoryExpanded(expanded) {
+  el.historyToggle.setAttribute("aria-expanded", String(expanded));
+  el.historyBody.hidden = !expanded;
+}
+
+function openDrawer() {
+  el.app.classList.add("drawer-open");
+  el.scrim.hidden = false;
+}
+
+function closeDrawer() {
+  el.app.classList.remove("drawer-open");
+  el.scrim.hidden = true;
+}
+
+// ---------------------------------------------------------------- thread rendering
+
+function showLanding() {
+  el.thread.hidden = true;
+  el.thread.replaceChildren();
+  el.landing.hidden = false;
+  el.title.textContent = "Ask CROW";
+}
+
+function showThread() {
+  if (!el.thread.hidden) return;
+  el.landing.hidden = true;
+  el.thread.hidden = false;
+}
+
+function avatar() {
+  return h("img", { class: "avatar", src: "/static/crow.svg", alt: "CROW", width: 32, height: 32 });
+}
+
+function userBubble(text) {
+  return h("div", { class: "msg msg-user" }, h("div", { class: "bubble", text }));
+}
+
+// The answer's footnote lines are shown as chips instead of text.
+function bodyWithoutFootnotes(content, sources) {
+  if (!sources.length) return content;
+  const lines = content.replace(/\s+$/, "").split("\n");
+  let end = lines.length;
+  while (end > 0 && /^\s*\[\d+\]\s/.test(lines[end - 1])) end -= 1;
+  return lines.slice(0, end).join("\n").replace(/\s+$/, "");
+}
+
+function openSource(source, number) {
+  const [kind, detailLabel] = SOURCE_KINDS[source.type] || [source.type, "Detail"];
+  $("source-kind").textContent = `Source ${number} · ${kind}`;
+  $("source-title").textContent = source.title || source.id;
+  $("source-id").textContent = source.id;
+  $("source-detail-label").textContent = detailLabel;
+  $("source-detail").textContent = source.detail || "—";
+  el.sourceDialog.showModal();
+}
+
+async function copyText(text) {
+  try {
+    await navigator.clipboard.writeText(text);
+    return true;
+  } catch {
+    const area = h("textarea", { class: "offscreen", readonly: true });
+    area.value = text;
+    document.body.append(area);
+    area.select();
+    const ok = document.execCommand("copy");
+    area.remove();
+    return ok;
+  }
+}
+
+function assistantMessage(message) {
+  const sources = Array.isArray(message.sources) ? message.sources : [];
+  const content = String(message.content ?? "");
+  const body = h("div", { class: "markdown" });
+  body.append(toFragment(bodyWithoutFootnotes(content, sources), { sources: sources.length }));
+  body.addEventListener("click", (event) => {
+    const cite = event.target.closest("button.cite");
+    if (!cite) return;
+    const n = Number(cite.dataset.source);
+    if (sources[n - 1]) openSource(sources[n - 1], n);
+  });
+  const chips = sources.length
+    ? h(
+        "div",
+        { class: "sources", "aria-label": "Sources" },
+        h("span", { class: "sources-label", text: "Sources" }),
+        ...sources.map((s, i) =>
+          h(
+            "button",
+            {
+              type: "button",
+              class: `chip chip-${s.type}`,
+              title: `${(SOURCE_KINDS[s.type] || [s.type])[0]}: ${s.title || s.id}`,
+              onclick: () => openSource(s, i + 1),
+            },
+            h("span", { class: "chip-n", text: String(i + 1) }),
+            h("span", { class: "chip-title", text: s.title || s.id }),
+          ),
+        ),
+      )
+    : null;
+  const copy = h("button", {
+    type: "button",
+    class: "action copy-btn",
+    "aria-label": "Copy answer",
+    text: "Copy",
+    onclick: async () => {
+      const ok = await copyText(content);
+      copy.textContent = ok ? "Copied" : "Copy failed";
+      copy.classList.toggle("done", ok);
+      setTimeout(() => {
+        copy.textContent = "Copy";
+        copy.classList.remove("done");
+      }, 2000);
+    },
+  });
+  const steps = Array.isArray(message.tool_steps) ? message.tool_steps : [];
+  const total = message.timings?.total_s;
+  const metaText = [
+    steps.length ? `${steps.length} tool step${steps.length > 1 ? "s" : ""}` : null,
+    typeof total === "number" ? `${total.toFixed(1)} s` : null,
+  ]
+    .filter(Boolean)
+    .join(" · ");
+  return h(
+    "div",
+    { class: "msg msg-assistant", "data-message-id": message.id },
+    avatar(),
+    h(
+      "div",
+      { class: "assistant-body" },
+      body,
+      chips,
+      h("div", { class: "actions" }, copy, metaText ? h("span", { class: "meta", text: metaText }) : null),
+    ),
+  );
+}
+
+function thinkingIndicator() {
+  const subtitle = h("p", { class: "thinking-sub", text: "Understanding your question…" });
+  const steps = h("ul", { class: "thinking-steps" });
+  const node = h(
+    "div",
+    { class: "msg msg-assistant thinking", role: "status", "aria-live": "polite" },
+    avatar(),
+    h(
+      "div",
+      { class: "assistant-body" },
+      h(
+        "p",
+        { class: "thinking-title" },
+        document.createTextNode("CROW is thinking"),
+        h("span", { class: "dots", "aria-hidden": "true" }, h("i"), h("i"), h("i")),
+      ),
+      subtitle,
+      steps,
+    ),
+  );
+  const stepNodes = [];
+  return {
+    node,
+    started(name, args) {
+      const label = TOOL_LABELS[name] || `Running ${name}`;
+      const what = args && typeof args.query === "string" && args.query ? ` for “${args.query}”` : "";
+      const item = h("li", { class: "step running", "data-tool": name, text: `${label}${what}…` });
+      stepNodes.push([name, item]);
+      steps.append(item);
+      subtitle.textContent = `${label}${what}…`;
+    },
+    finished(step) {
+      const entry = stepNodes.find(([name, item]) => name === step.name && item.classList.contains("running"));
+      const label = TOOL_LABELS[step.name] || step.name;
+      const result = step.ok
+        ? `${label}: ${step.results} result${step.results === 1 ? "" : "s"}`
+        : `${label} failed`;
+      if (entry) {
+        entry[1].classList.remove("running");
+        entry[1].classList.add(step.ok ? "ok" : "failed");
+        entry[1].textContent = `${result}${typeof step.ms === "number" ? ` (${Math.round(step.ms)} ms)` : ""}`;
+      }
+      subtitle.textContent = step.ok ? `${result}. Writing the answer…` : `${result}. Trying to answer anyway…`;
+    },
+    writing() {
+      subtitle.textContent = "Writing the answer…";
+    },
+  };
+}
+
+function errorBox(err, onRetry) {
+  const box = h(
+    "div",
+    { class: "msg msg-assistant msg-error", role: "alert" },
+    avatar(),
+    h(
+      "div",
+      { class: "assistant-body" },
+      h("p", { class: "error-title", text: "CROW could not answer this time." }),
+      h("p", { class: "error-detail", text: err.message || String(err) }),
+      h("button", { type: "button", class: "btn retry-btn", text: "Retry", onclick: () => onRetry(box) }),
+    ),
+  );
+  return box;
+}
+
+function setBusy(busy) {
+  state.busy = busy;
+  el.send.disabled = busy;
+  el.composer.classList.toggle("busy", busy);
+}
+
+// ---------------------------------------------------------------- actions
+
+async function ask(text, retry = null) {
+  text = text.trim();
+  if (!text || state.busy) return;
+  const org = state.org;
+  const view = state.view;
+  const messageId = retry?.messageId ?? newMessageId();
+  setBusy(true);
+  showThread();
+  if (!retry) {
+    el.thread.append(userBubble(text));
+    if (!state.sessionId) el.title.textContent = sessionTitle(text);
+  }
+  const thinking = thinkingIndicator();
+  el.thread.append(thinking.node);
+  scrollToEnd();
+  let sessionId = state.sessionId;
+  try {
+    if (!sessionId) {
+      const session = await api.createSession(org);
+      sessionId = session.id;
+      rememberLocal({ ...session, title: sessionTitle(text) });
+      if (view === state.view) {
+        state.sessionId = sessionId;
+        syncUrl();
+        renderSidebar();
+      }
+    }
+    const answer = await streamMessage(org, sessionId, { content: text, message_id: messageId }, (type, data) => {
+      if (view !== state.view) return;
+      if (type === "tool_call_started") thinking.started(data.name, data.arguments);
+      else if (type === "tool_call_finished") thinking.finished(data);
+      else if (type === "text_delta") thinking.writing();
+      scrollToEnd();
+    });
+    if (view === state.view) {
+      thinking.node.replaceWith(assistantMessage(answer));
+      scrollToEnd();
+    }
+  } catch (err) {
+    if (view === state.view) {
+      thinking.node.replaceWith(
+        errorBox(err, (box) => {
+          box.remove();
+          ask(text, { messageId });
+        }),
+      );
+      scrollToEnd();
+    }
+  } finally {
+    setBusy(false);
+    if (org === state.org) refreshSessions();
+  }
+}
+
+function newChat({ replace = false } = {}) {
+  state.view += 1;
+  state.sessionId = null;
+  showLanding();
+  syncUrl({ replace });
+  renderSidebar();
+  setBusy(false);
+  el.input.focus();
+}
+
+async function openSession(sessionId, { push = true } = {}) {
+  state.view += 1;
+  const view = state.view;
+  state.sessionId = sessionId;
+  setBusy(false);
+  if (push) syncUrl();
+  renderSidebar();
+  el.landing.hidden = true;
+  el.thread.hidden = false;
+  el.thread.replaceChildren(h("p", { class: "loading", text: "Loading the conversation…" }));
+  const known = mergedSessions().find((s) => s.id === sessionId);
+  el.title.textContent = known?.title || "Ask CROW";
+  try {
+    const page = await api.messages(state.org, sessionId);
+    if (view !== state.view) return;
+    el.thread.replaceChildren(
+      ...page.messages.map((m) => (m.role === "user" ? userBubble(m.content) : assistantMessage(m))),
+    );
+    if (!page.messages.length) showLanding();
+    const title = page.messages.find((m) => m.role === "user")?.content;
+    if (!known?.title && title) el.title.textContent = sessionTitle(title);
+    el.scroller.scrollTop = el.scroller.scrollHeight;
+  } catch (err) {
+    if (view !== state.view) return;
+    if (err.code === "session_not_found") {
+      toast("That chat does not exist in this organization any more.");
+      localSessions(state.org).delete(sessionId);
+      newChat({ replace: true });
+      return;
+    }
+    el.thread.replaceChildren(
+      errorBox(err, () => openSession(sessionId, { push: false })),
+    );
+  }
+}
+
+async function switchOrg(org, { push = true, sessionId = null } = {}) {
+  if (!state.orgs.some((o) => o.id === org)) org = state.orgs[0]?.id;
+  const changed = org !== state.org;
+  state.org = org;
+  el.orgSelect.value = org;
+  localStorage.setItem(ORG_KEY, org);
+  document.title = `Ask CROW · ${orgName(org)}`;
+  if (changed) {
+    state.server = [];
+    renderSidebar();
+  }
+  const sessionsLoaded = changed ? refreshSessions() : Promise.resolve();
+  if (sessionId) await openSession(sessionId, { push });
+  else {
+    state.view += 1;
+    state.sessionId = null;
+    showLanding();
+    if (push) syncUrl();
+    renderSidebar();
+  }
+  await sessionsLoaded;
+}
+
+// ---------------------------------------------------------------- wiring
+
+function autosize() {
+  el.input.style.height = "auto";
+  el.input.style.height = `${Math.min(el.input.scrollHeight, 200)}px`;
+}
+
+function wire() {
+  el.suggestions.replaceChildren(
+    ...SUGGESTIONS.map((q) =>
+      h("li", {}, h("button", { type: "button", class: "suggestion", text: q, onclick: () => ask(q) })),
+    ),
+  );
+  el.composer.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const text = el.input.value;
+    if (!text.trim() || state.busy) return;
+    el.input.value = "";
+    autosize();
+    ask(text);
+  });
+  el.input.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      el.composer.requestSubmit();
+    }
+  });
+  el.input.addEventListener("input", autosize);
+  $("new-chat").addEventListener("click", () => {
+    newChat();
+    closeDrawer();
+  });
+  el.historyToggle.addEventListener("click", () =>
+    setHistoryExpanded(el.historyToggle.getAttribute("aria-expanded") !== "true"),
+  );
+  $("sidebar-open").addEventListener("click", () => {
+    if (window.matchMedia("(max-width: 760px)").matches) openDrawer();
+    else el.app.classList.toggle("sidebar-collapsed");
+  });
+  $("sidebar-close").addEventListener("click", closeDrawer);
+  el.scrim.addEventListener("click", closeDrawer);
+  el.orgSelect.addEventListener("change", () => switchOrg(el.orgSelect.value));
+  window.addEventListener("popstate", () => {
+    const params = new URLSearchParams(location.search);
+    const org = params.get("org") || state.org;
+    const sessionId = params.get("session");
+    if (org !== state.org) switchOrg(org, { push: false, sessionId });
+    else if (sessionId && sessionId !== state.sessionId) openSession(sessionId, { push: false });
+    else if (!sessionId && state.sessionId) {
+      state.view += 1;
+      state.sessionId = null;
+      showLanding();
+      renderSidebar();
+    }
+  });
+}
+
+async function start() {
+  wire();
+  let orgs;
+  try {
+    orgs = (await api.organizations()).organizations;
+  } catch (err) {
+    el.landing.replaceChildren(
+      h("p", { class: "error-detail", text: `Could not load the organizations: ${err.message}` }),
+      h("button", { type: "button", class: "btn", text: "Retry", onclick: () => location.reload() }),
+    );
+    return;
+  }
+  state.orgs = orgs;
+  el.orgSelect.replaceChildren(...orgs.map((o) => h("option", { value: o.id, text: o.name || o.id })));
+  if (!orgs.length) {
+    el.landing.append(h("p", { class: "error-detail", text: "There are no organizations yet." }));
+    return;
+  }
+  const params = new URLSearchParams(location.search);
+  const wanted = params.get("org") || localStorage.getItem(ORG_KEY);
+  const org = orgs.some((o) => o.id === wanted) ? wanted : orgs[0].id;
+  await switchOrg(org, { push: false, sessionId: params.get("session") });
+  syncUrl({ replace: true });
+  document.body.dataset.ready = "true";
+}
+
+// exposed for tests and the console; nothing on the page reads it
+window.crow = { state, ApiError };
+start();
