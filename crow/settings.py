@@ -109,6 +109,12 @@ class OrgSettings(_Section):
         return value
 
 
+class AgentSettings(_Section):
+    ground_arguments: bool = Field(
+        True, description="Drop tool filters the question never asked for (for small models)."
+    )
+
+
 class SearchSettings(_Section):
     default_limit: int = Field(10, gt=0)
     max_limit: int = Field(50, gt=0)
@@ -148,6 +154,7 @@ class AppSettings(BaseSettings):
     llm: LLMSettings = LLMSettings()
     embedder: EmbedderSettings = EmbedderSettings()
     search: SearchSettings = SearchSettings()
+    agent: AgentSettings = AgentSettings()
     reindex: ReindexSettings = ReindexSettings()
     orgs: dict[str, OrgSettings] = Field(
         default_factory=dict, description="Per-organization knowledge source and schedule."

@@ -31,7 +31,8 @@ class OrchestratorDeployment(ChatService):
         agent = Agent(
             chat_model_for(llm, s),
             AgentConfig(max_iterations=s.limits.max_iterations, tool_timeout_s=s.timeouts.tool_s,
-                        model_timeout_s=s.timeouts.model_s, max_tokens=s.llm.max_tokens),
+                        model_timeout_s=s.timeouts.model_s, max_tokens=s.llm.max_tokens,
+                        ground_arguments=s.agent.ground_arguments),
         )  # fmt: skip
         super().__init__(
             services, agent, history_messages=s.limits.history_messages, metrics=RayMetrics()

@@ -227,3 +227,36 @@ def test_answer_is_stored_with_sources_steps_and_timings(chat):
     assert store.get_session(ORG, session["id"])["title"] == "What is our return policy?"
     with pytest.raises(SessionNotFound):
         asyncio.run(service.send("fresh-mart", session["id"], "sneaky"))
+
+
+@pytest.mark.parametrize(
+    ("question", "arguments", "kept"),
+    [
+        ("How many interactions do we have?", {"channel": "web", "since": "2023-01-01", "until": "2023-01-31"}, {}),
+        ("How many store camera interactions last week?", {"channel": "cctv", "since": "last week"},
+         {"channel": "cctv", "since": "last week"}),
+        ("Any unusual spikes lately?", {"query": "spike", "type": "anomaly", "since": "recent"},
+         {"query": "spike", "type": "anomaly", "since": "recent"}),
+        ("What do people post about our tents?", {"query": "tents", "channel": "social", "type": "trend"},
+         {"query": "tents", "channel": "social"}),
+    ],
+)  # fmt: skip
+def test_grounding_drops_filters_the_question_never_asked_for(question, arguments, kept):
+    from crow.agent.grounding import ground_arguments
+
+    got, dropped = ground_arguments(question, arguments)
+    assert got == kept and set(dropped) == set(arguments) - set(kept)
+
+
+def test_grounded_count_uses_the_whole_data(demo):
+    model = ScriptedChatModel([
+        call("get_interaction_summary", channel="web", since="2023-01-01", until="2023-01-31"),
+        lambda messages, tools, params: AssistantTurn(text=messages[-1].content),
+    ])  # fmt: skip
+    answer = run(
+        Agent(model, AgentConfig(ground_arguments=True)),
+        ctx_for(demo),
+        "How many interactions do we have?",
+    )
+    assert '"total_interactions": 3000' in answer.content
+    assert answer.tool_steps[0]["dropped"] == ["channel", "since", "until"]

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from crow.agent.context import ToolContext
+from crow.agent.grounding import ground_arguments
 from crow.agent.sources import Source, select_sources, with_footnotes
 from crow.agent.tools import TOOLS, TOOLS_BY_NAME, Tool
 from models.chat import ChatModel
@@ -32,6 +33,8 @@ class AgentConfig:
     tool_timeout_s: float = 15.0
     model_timeout_s: float = 90.0
     max_tokens: int = 512
+    ground_arguments: bool = False
+    """Drop filters the question never asked for (small models invent them)."""
 
 
 @dataclass
@@ -133,7 +136,8 @@ class Agent:
         self, calls: Sequence[ToolCall], run: _Run, ctx: ToolContext
     ) -> list[dict[str, Any]]:
         started = time.perf_counter()
-        results = await asyncio.gather(*(self._run_tool(call, ctx) for call in calls))
+        question = next((m.content for m in reversed(run.messages) if m.role == "user"), "")
+        results = await asyncio.gather(*(self._run_tool(call, ctx, question) for call in calls))
         run.tools_s += time.perf_counter() - started
         steps = []
         for call, (step, content, sources) in zip(calls, results, strict=True):
@@ -144,16 +148,19 @@ class Agent:
         return steps
 
     async def _run_tool(
-        self, call: ToolCall, ctx: ToolContext
+        self, call: ToolCall, ctx: ToolContext, question: str
     ) -> tuple[dict[str, Any], str, list[Source]]:
         tool = self.tools.get(call.name) or TOOLS_BY_NAME.get(call.name)
         started = time.perf_counter()
         sources: list[Source] = []
+        arguments, dropped = call.arguments, []
+        if self.config.ground_arguments:
+            arguments, dropped = ground_arguments(question, call.arguments)
         try:
             if tool is None:
                 raise LookupError(f"there is no tool named {call.name!r}")
             async with asyncio.timeout(self.config.tool_timeout_s):
-                output = await tool.invoke(call.arguments, ctx)
+                output = await tool.invoke(arguments, ctx)
             content, sources, error = output.for_model(), output.sources, None
         except TimeoutError:
             error = f"the tool took longer than {self.config.tool_timeout_s:g}s"
@@ -161,7 +168,7 @@ class Agent:
             error = f"{type(exc).__name__}: {exc}"[:300]
         if error is not None:
             content = f'{{"error": "{call.name} failed: {_escape(error)}"}}'
-        step = {"id": call.id, "name": call.name, "arguments": call.arguments, "ok": error is None,
+        step = {"id": call.id, "name": call.name, "arguments": arguments, "dropped": dropped, "ok": error is None,
                 "error": error, "results": len(sources),
                 "ms": round((time.perf_counter() - started) * 1000, 1)}  # fmt: skip
         return step, content, sources
