@@ -21,6 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 import uvicorn
+from playwright import sync_api  # installed by `make test` (dev extra); no browser download
 
 from crow.agent.loop import Agent
 from crow.api.app import create_app
@@ -33,7 +34,6 @@ from models.errors import ModelUnavailable
 from models.messages import AssistantTurn, Message, ModelParams, ToolCall, ToolSpec
 from tests.demo_env import build_demo_env
 
-sync_api = pytest.importorskip("playwright.sync_api")  # installed by `make test` (dev extra)
 expect = sync_api.expect
 
 CHROMIUM = Path("/usr/bin/chromium")

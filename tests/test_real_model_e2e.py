@@ -1,0 +1,115 @@
+"""The whole app with the real local model, once: Ray Serve graph, real embedder and indexes,
+the Qwen GGUF model on the CPU, and the dashboard in Chromium."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+
+from crow.datalake import DataLake
+from crow.indexing import INDEX_COLLECTIONS, build_index
+from indexes.store import IndexStore
+from jobs.seed_demo import main as seed
+from tests.test_serve_app import _free_port, _wait_until
+
+pytestmark = [pytest.mark.real_model, pytest.mark.serve]
+ROOT = Path(__file__).resolve().parents[1]
+ORG = "acme-outdoor"
+H = {"X-Organization-Id": ORG}
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory):
+    import ray
+    from ray import serve
+
+    from deployments.graph import build_app
+    from models.embedder import SentenceTransformerEmbedder
+
+    var = tmp_path_factory.mktemp("var")
+    seed(
+        [
+            "--data-root",
+            str(var / "data"),
+            "--end",
+            "2026-11-29",
+            "--org",
+            ORG,
+            "--interactions",
+            "2000",
+        ]
+    )
+    app_config = yaml.safe_load((ROOT / "serve_config.yaml").read_text())["applications"][0]
+    args = {**app_config["args"], "var_dir": str(var), "reindex": {"index_missing_on_start": False},
+            "model_cache": str(ROOT / "var" / "models")}  # the assembled GGUF, reused  # fmt: skip
+    embedder = SentenceTransformerEmbedder("all-MiniLM-L6-v2")
+    lake, store = DataLake(var / "data"), IndexStore(var / "indexes")
+    for collection in INDEX_COLLECTIONS:
+        build_index(lake, store, embedder.embed, ORG, collection, model=embedder.name)
+    port = _free_port()
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        serve.start(http_options={"host": "127.0.0.1", "port": port})
+        serve.run(build_app(args), name="crow", route_prefix="/")
+        url = f"http://127.0.0.1:{port}"
+        _wait_until(lambda: httpx.get(f"{url}/ready").status_code == 200, timeout=300)
+        yield url
+    finally:
+        serve.shutdown()
+        ray.shutdown()
+
+
+def ask(url: str, question: str) -> dict:
+    session = httpx.post(f"{url}/api/v1/chat/sessions", headers=H).json()
+    r = httpx.post(f"{url}/api/v1/chat/sessions/{session['id']}/messages", json={"content": question},
+                   headers=H, timeout=600)  # fmt: skip
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_count_question_states_the_summary_figure(app_url):
+    summary = httpx.get(
+        f"{app_url}/api/v1/interactions/organization/{ORG}/summary", headers=H
+    ).json()
+    started = time.perf_counter()
+    answer = ask(app_url, "How many interactions do we have?")
+    print(f"count answer in {time.perf_counter() - started:.1f}s: {answer['content']!r}")
+    assert [s["name"] for s in answer["tool_steps"]][:1] == ["get_interaction_summary"]
+    numbers = {int(n.replace(",", "")) for n in re.findall(r"\d[\d,]*", answer["content"])}
+    assert summary["total"] in numbers
+
+
+def test_product_question_carries_product_footnotes(app_url):
+    started = time.perf_counter()
+    answer = ask(app_url, "Which tents are the most popular?")
+    print(f"product answer in {time.perf_counter() - started:.1f}s: {answer['content']!r}")
+    assert "search_products" in [s["name"] for s in answer["tool_steps"]]
+    assert answer["sources"] and {s["type"] for s in answer["sources"]} == {"product"}
+    assert re.search(r'^\[1\] Product: ".+"$', answer["content"], re.M)
+
+
+def test_dashboard_answers_a_suggested_prompt_with_the_real_model(app_url):
+    from playwright.sync_api import expect, sync_playwright
+
+    from tests.test_dashboard_e2e import CHROMIUM, CHROMIUM_ARGS, shot
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
+        )
+        try:
+            page = browser.new_page(base_url=app_url)
+            page.set_default_timeout(300_000)
+            page.goto("/")
+            page.locator(".suggestion", has_text="What are our top products?").click()
+            expect(page.locator(".thinking")).to_contain_text("CROW is thinking")
+            answer = page.locator(".msg-assistant:not(.thinking)").last
+            expect(answer.locator(".sources .chip").first).to_be_visible()
+            shot(page, "real-model-answer.png")
+        finally:
+            browser.close()
