@@ -6,9 +6,11 @@ from typing import Any
 
 from fastapi import FastAPI
 from ray import serve
+from ray.serve.exceptions import BackPressureError
 from ray.serve.handle import DeploymentHandle
 
 from crow.api.app import create_app
+from crow.api.errors import ApiError
 from crow.datalake import DataLake
 from crow.services import Services
 from crow.settings import AppSettings
@@ -48,7 +50,10 @@ class Ingress:
         self.llm = chat_model_for(llm, app_settings)
 
     def __serve_build_asgi_app__(self) -> FastAPI:
-        app = create_app(self.services)
+        app = create_app(self.services, extra_errors={
+            # A deployment's queue is full (max_queued_requests): say so at once, don't hang.
+            BackPressureError: ApiError(503, "overloaded", "the assistant is busy; retry in a few seconds"),
+        })  # fmt: skip
         # OpenAI-compatible /v1/chat/completions and /v1/models over the same LLM deployment.
         app.include_router(openai_router(self.llm, model_name=self.services.settings.llm.model))
         return app

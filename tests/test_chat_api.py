@@ -270,3 +270,29 @@ def test_metrics_record_routes_tools_and_iterations(demo, tmp_path):
     )
     assert metrics.total("crow_tool_calls_total", tool="get_interaction_summary", ok="true") == 1
     assert metrics.observations["crow_agent_iterations"] == [2]
+
+
+def test_a_full_queue_is_503_in_the_error_shape(demo, tmp_path):
+    from ray.serve.exceptions import BackPressureError
+
+    from crow.api.errors import ApiError
+
+    class Busy:
+        async def send(self, *args, **kwargs):
+            raise BackPressureError(num_queued_requests=64, max_queued_requests=64)
+
+    store = ChatStore(tmp_path / "q.duckdb")
+    services = Services(
+        settings=demo.settings, lake=demo.lake, store=ThreadProxy(store), chat=Busy()
+    )
+    app = create_app(
+        services, extra_errors={BackPressureError: ApiError(503, "overloaded", "busy")}
+    )
+    with TestClient(app, raise_server_exceptions=False) as client:
+        sid = new_session(client)
+        assert_error(
+            client.post(f"{BASE}/{sid}/messages", json={"content": "hi"}, headers=HA),
+            503,
+            "overloaded",
+        )
+    store.close()

@@ -17,13 +17,15 @@ from crow.api import (
     routes_qna_index,
     routes_search,
 )
-from crow.api.errors import install_error_handlers
+from crow.api.errors import ApiError, install_error_handlers
 from crow.api.limits import BodyLimit, RequestMetrics
 from crow.api.mcp_server import MCP_PATH, McpEndpoint
 from crow.services import Services
 
 
-def create_app(services: Services) -> FastAPI:
+def create_app(
+    services: Services, *, extra_errors: dict[type[Exception], ApiError] | None = None
+) -> FastAPI:
     mcp = McpEndpoint(services)
 
     @asynccontextmanager
@@ -38,7 +40,7 @@ def create_app(services: Services) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.services = services
-    install_error_handlers(app)
+    install_error_handlers(app, extra_errors)
     app.add_middleware(RequestMetrics, metrics=services.metrics)
     app.add_middleware(
         BodyLimit, limit=services.settings.limits.max_body_bytes, exempt=("/api/v1/ingest/",)

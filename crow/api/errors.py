@@ -79,7 +79,16 @@ async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
     return error_response(500, "internal_error", "something went wrong on our side")
 
 
-def install_error_handlers(app: FastAPI) -> None:
+def install_error_handlers(
+    app: FastAPI, extra: dict[type[Exception], ApiError] | None = None
+) -> None:
+    """`extra` maps exception types of the serving layer (e.g. back-pressure) to answers."""
+    for exc_type, answer in (extra or {}).items():
+
+        async def handler(_: Request, exc: Exception, answer: ApiError = answer) -> JSONResponse:
+            return error_response(answer.status, answer.code, answer.message)
+
+        app.add_exception_handler(exc_type, handler)
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
