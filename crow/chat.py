@@ -77,6 +77,11 @@ class ChatService:
         if user is None:
             raise SessionNotFound(session_id)
         yield {"type": "user_message", "message": user}
+        # A client retry of an answered question gets the stored answer, not a second one.
+        answer_id = None if message_id is None else answer_message_id(message_id)
+        if answer_id is not None and (done := await store.get_message(org_id, answer_id)):
+            yield {"type": "done", "message": done}
+            return
         ctx = ToolContext(
             org_id, self.services.embedder, self.services.retriever, self.services.analytics
         )
@@ -93,7 +98,7 @@ class ChatService:
         assert answer is not None
         self._record(answer)
         stored = await store.add_message(
-            org_id, session_id, "assistant", answer.content, kind=kind,
+            org_id, session_id, "assistant", answer.content, kind=kind, message_id=answer_id,
             sources=[s.model_dump() for s in answer.sources], tool_steps=answer.tool_steps,
             timings={**answer.timings, "iterations": answer.iterations,
                      "embed_calls": ctx.embed_calls, "fallback": answer.fallback},
@@ -123,6 +128,11 @@ class ChatService:
         return await store.add_message(
             org_id, session_id, "assistant", answer.content, kind="qna", **fields
         )
+
+
+def answer_message_id(message_id: str) -> str:
+    """The id of the answer to a client's message id (":" is not allowed in client ids)."""
+    return f"{message_id}:answer"
 
 
 def _as_message(row: dict[str, Any]) -> Message:

@@ -73,6 +73,9 @@ class LLMSettings(_Section):
     )
     max_tokens: int = Field(512, gt=0)
     max_waiting: int = Field(8, ge=0, description="local: requests queued behind the running one.")
+    threads: int | None = Field(
+        None, gt=0, description="local: torch threads; default all cores (Ray would set 1)."
+    )
     cache_entries: int = Field(256, ge=0, description="Response cache size (0: off).")
     vllm: VLLMSettings = VLLMSettings()
 

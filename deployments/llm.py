@@ -8,6 +8,7 @@ The GPU profile puts Ray Serve LLM's vLLM server in its place (deployments/llm_v
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -25,8 +26,12 @@ def make_chat_model(llm: LLMSettings, settings: AppSettings) -> ChatModel:
     if llm.backend == "local":
         from models.local import LocalChatModel, LocalModelConfig
 
+        # Ray sets OMP_NUM_THREADS from the replica's CPU reservation; generation wants every core.
+        threads = llm.threads or os.cpu_count() or 1
         model = LocalChatModel(
-            LocalModelConfig(cache_dir=settings.model_cache_dir, max_waiting=llm.max_waiting)
+            LocalModelConfig(
+                cache_dir=settings.model_cache_dir, max_waiting=llm.max_waiting, threads=threads
+            )
         )
         model.load()
         return model

@@ -258,5 +258,30 @@ def test_grounded_count_uses_the_whole_data(demo):
         ctx_for(demo),
         "How many interactions do we have?",
     )
-    assert '"total_interactions": 3000' in answer.content
+    assert answer.content.startswith("You have **3,000** interactions")  # echoed JSON -> composed
+    assert answer.fallback == "composed"
     assert answer.tool_steps[0]["dropped"] == ["channel", "since", "until"]
+
+
+@pytest.mark.parametrize(
+    ("text", "composed"),
+    [("You have 3,000 interactions in total.", False), ("There are 2,140 web interactions.", True),
+     ("We have 1234 interactions since 2026.", True), ('```json\n{"total_interactions": 3000}\n```', True),
+     ("", True)],
+)  # fmt: skip
+def test_count_answers_are_checked_against_the_summary(demo, text, composed):
+    model = ScriptedChatModel([call("get_interaction_summary"), AssistantTurn(text=text)])
+    answer = run(Agent(model), ctx_for(demo), "How many interactions do we have?")
+    assert (answer.fallback == "composed") is composed
+    assert "3,000" in answer.content
+
+
+def test_an_echoed_search_result_is_composed_into_a_list_with_footnotes(demo):
+    model = ScriptedChatModel([
+        call("search_products", query="dome tent", limit=2),
+        lambda messages, tools, params: AssistantTurn(text=messages[-1].content),
+    ])  # fmt: skip
+    answer = run(Agent(model), ctx_for(demo), "Show me dome tents")
+    body, notes = answer.content.split("\n\n", 1)
+    assert body.startswith("Products:\n- **") and notes.startswith('[1] Product: "')
+    assert len(answer.sources) == 2

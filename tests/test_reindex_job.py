@@ -98,3 +98,52 @@ def test_job_env_round_trips_nested_settings():
         "CROW_VAR_DIR": "/srv",
         "CROW_EMBEDDER": json.dumps({"model": "m", "batch_size": 8}),
     }
+
+
+def test_a_killed_job_leaves_the_serving_version(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from crow.indexing import build_index
+    from crow.search import SearchService
+    from models.testing_embed import HashEmbedder
+
+    var = tmp_path / "var"
+    seed(
+        [
+            "--data-root",
+            str(var / "data"),
+            "--end",
+            "2026-11-29",
+            "--org",
+            ORG,
+            "--interactions",
+            "4000",
+        ]
+    )
+    lake, store, hashed = DataLake(var / "data"), IndexStore(var / "indexes"), HashEmbedder()
+    serving = build_index(lake, store, hashed.embed, ORG, "interactions", model=hashed.name).version
+    env = {**os.environ, "CROW_VAR_DIR": str(var), "RAY_ADDRESS": "local"}
+    job = subprocess.Popen(
+        [sys.executable, "-m", "jobs.reindex", "--org", ORG, "--collection", "interactions", "--config", "none"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 240
+        for line in job.stdout:  # wait until the embedding pool is at work, then kill everything
+            if "EmbedBatch" in line or time.monotonic() > deadline:
+                break
+        assert job.poll() is None, "the job ended before it could be killed"
+        os.killpg(job.pid, signal.SIGKILL)
+        job.wait(timeout=30)
+    finally:
+        if job.poll() is None:
+            os.killpg(job.pid, signal.SIGKILL)
+    assert store.current(ORG, "interactions") == serving
+    hits = SearchService(lake, store).search(
+        ORG, "interactions", hashed.embed(["queue at checkout"]), k=5
+    )
+    assert len(hits) == 5

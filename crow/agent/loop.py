@@ -8,12 +8,14 @@ without tools answers from what was gathered. Events stream out as they happen.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from crow.agent.compose import compose, count_is_wrong, looks_unusable
 from crow.agent.context import ToolContext
 from crow.agent.grounding import ground_arguments
 from crow.agent.sources import Source, select_sources, with_footnotes
@@ -51,6 +53,7 @@ class AgentAnswer:
 class _Run:
     messages: list[Message]
     returned: list[Source] = field(default_factory=list)
+    outputs: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     steps: list[dict[str, Any]] = field(default_factory=list)
     model_s: float = 0.0
     tools_s: float = 0.0
@@ -92,6 +95,8 @@ class Agent:
             fallback = f"error: {type(exc).__name__}"
         if text is None:
             text = await self._plain(run)
+        if run.outputs and self._needs_composing(text, run):
+            text, fallback = compose(run.outputs), fallback or "composed"
         sources = select_sources(text, run.returned)
         answer = AgentAnswer(
             content=with_footnotes(text, sources), sources=sources, tool_steps=run.steps,
@@ -142,6 +147,7 @@ class Agent:
         steps = []
         for call, (step, content, sources) in zip(calls, results, strict=True):
             run.messages.append(Message.tool(content, tool_call_id=call.id, name=call.name))
+            run.outputs.append((call.name, json.loads(content)))
             run.returned.extend(sources)
             run.steps.append(step)
             steps.append(step)
@@ -172,6 +178,16 @@ class Agent:
                 "error": error, "results": len(sources),
                 "ms": round((time.perf_counter() - started) * 1000, 1)}  # fmt: skip
         return step, content, sources
+
+    @staticmethod
+    def _needs_composing(text: str, run: _Run) -> bool:
+        """The model's text is unusable, or states a count the summary tool did not give."""
+        if looks_unusable(text):
+            return True
+        summaries = [
+            c for name, c in run.outputs if name == "get_interaction_summary" and "error" not in c
+        ]
+        return bool(summaries) and count_is_wrong(text, summaries[-1])
 
     async def _plain(self, run: _Run) -> str:
         """One call without tools, answering from whatever the history holds."""

@@ -154,7 +154,7 @@ class ChatStore:
         if session is None:
             return None
         mid = message_id or new_id("msg")
-        existing = self._message(org_id, mid)
+        existing = self.get_message(org_id, mid)
         if existing is not None:
             return existing
         now = _now()
@@ -178,9 +178,9 @@ class ChatStore:
                 ("UPDATE sessions SET title = ? WHERE id = ?", [session_title(content), session_id])
             )
         self._transaction(statements)
-        return self._message(org_id, mid)
+        return self.get_message(org_id, mid)
 
-    def _message(self, org_id: str, message_id: str) -> dict[str, Any] | None:
+    def get_message(self, org_id: str, message_id: str) -> dict[str, Any] | None:
         rows = self._query(
             f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE id = ? AND org_id = ?",
             [message_id, org_id],

@@ -1,0 +1,87 @@
+"""Answers written from tool results, for when the model's own text cannot be used.
+
+A small model sometimes echoes a tool's JSON as its answer, or states a count the summary
+tool did not return. Then the answer is composed from the results themselves: exact, and
+as readable as a template can be.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+_NUMBER = re.compile(r"\d[\d,]*")
+
+
+def looks_unusable(text: str) -> bool:
+    """Empty, or structured data / a tool call instead of prose."""
+    stripped = text.strip().strip("`").removeprefix("json").strip()
+    if not stripped:
+        return True
+    if stripped[0] in "{[":
+        try:
+            json.loads(stripped)
+            return True
+        except json.JSONDecodeError:
+            return stripped.count('":') >= 2
+    return False
+
+
+def count_is_wrong(text: str, summary: dict[str, Any]) -> bool:
+    """The answer states numbers, none of which is a figure the summary returned."""
+    allowed = {summary.get("total_interactions"), *summary.get("by_channel", {}).values()}
+    stated = {
+        int(n.replace(",", "")) for n in _NUMBER.findall(text) if len(n.replace(",", "")) >= 2
+    }
+    stated -= {int(y) for y in re.findall(r"\b(?:19|20)\d\d\b", text)}  # years are not counts
+    return bool(stated) and not (stated & allowed)
+
+
+def compose(outputs: list[tuple[str, dict[str, Any]]]) -> str:
+    """A plain answer from the tools' results, in the order they ran."""
+    parts = [_one(name, content) for name, content in outputs if "error" not in content]
+    parts = [p for p in parts if p]
+    return "\n\n".join(parts) or "I could not find anything in your data for that question."
+
+
+def _one(name: str, c: dict[str, Any]) -> str:
+    if name == "get_interaction_summary":
+        by = c.get("by_channel", {})
+        scope = f" on the {c['channel']} channel" if c.get("channel") else ""
+        span = f" between {c['from']} and {c['to']}" if c.get("from") else ""
+        breakdown = ", ".join(f"{n:,} {ch}" for ch, n in by.items() if n)
+        return f"You have **{c['total_interactions']:,}** interactions{scope}{span}" + (
+            f" ({breakdown})." if breakdown and not c.get("channel") else "."
+        )
+    if name == "search_products":
+        rows = c.get("products", [])
+        return (
+            "Products:\n"
+            + "\n".join(
+                f"- **{p['title']}** ({p['category']}, {p['price']:,.2f}) — {p['interactions']:,} interactions"
+                for p in rows
+            )
+            if rows
+            else ""
+        )
+    if name == "search_interactions":
+        rows = c.get("interactions", [])
+        return (
+            "Interactions:\n"
+            + "\n".join(f"- {r['date']} ({r['channel']}): {r['text']}" for r in rows)
+            if rows
+            else ""
+        )
+    if name == "search_patterns":
+        rows = c.get("patterns", [])
+        return (
+            "Patterns:\n"
+            + "\n".join(f"- **{p['title']}** ({p['type']}): {p['description']}" for p in rows)
+            if rows
+            else ""
+        )
+    if name == "search_org_context":
+        rows = c.get("documents", [])
+        return f"**{rows[0]['title']}**: {rows[0]['text']}" if rows else ""
+    return ""
