@@ -6,6 +6,7 @@ from typing import Any
 
 from fastapi import FastAPI
 from ray import serve
+from ray.exceptions import RayActorError
 from ray.serve.exceptions import BackPressureError
 from ray.serve.handle import DeploymentHandle
 
@@ -53,6 +54,9 @@ class Ingress:
         app = create_app(self.services, extra_errors={
             # A deployment's queue is full (max_queued_requests): say so at once, don't hang.
             BackPressureError: ApiError(503, "overloaded", "the assistant is busy; retry in a few seconds"),
+            # A replica died under the request (Serve is starting a new one). A retry with the
+            # same message_id is safe: the question is stored and answered once.
+            RayActorError: ApiError(503, "unavailable", "a part of the assistant restarted; retry in a few seconds"),
         })  # fmt: skip
         # OpenAI-compatible /v1/chat/completions and /v1/models over the same LLM deployment.
         app.include_router(openai_router(self.llm, model_name=self.services.settings.llm.model))

@@ -109,7 +109,7 @@ def test_dashboard_answers_a_suggested_prompt_with_the_real_model(app_url):
             page.locator(".suggestion", has_text="What are our top products?").click()
             expect(page.locator(".thinking")).to_contain_text("CROW is thinking")
             answer = page.locator(".msg-assistant:not(.thinking)").last
-            expect(answer.locator(".sources .chip").first).to_be_visible()
+            expect(answer.locator(".sources .chip").first).to_be_visible(timeout=400_000)
             shot(page, "real-model-answer.png")
         finally:
             browser.close()
