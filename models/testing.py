@@ -91,14 +91,20 @@ class ScriptedChatModel:
 
 
 @contextlib.contextmanager
-def serve_in_thread(app: object, *, startup_timeout_s: float = 10.0) -> Iterator[str]:
-    """Run an ASGI app with uvicorn on 127.0.0.1 (free port) in a thread; yield its base URL."""
+def serve_in_thread(
+    app: object, *, startup_timeout_s: float = 20.0, lifespan: bool = False
+) -> Iterator[str]:
+    """Run an ASGI app with uvicorn on 127.0.0.1 (free port) in a thread; yield its base URL.
+
+    ``lifespan=True`` runs the app's startup and shutdown as production servers do.
+    """
     import uvicorn
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))  # type: ignore[arg-type]
+    config = uvicorn.Config(app, log_level="warning", lifespan="on" if lifespan else "off")  # type: ignore[arg-type]
+    server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + startup_timeout_s

@@ -4,15 +4,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from crow.agent.loop import Agent
 from crow.analytics import Analytics
+from crow.chat import ChatService, ChatServices
 from crow.datalake import DataLake
+from crow.indexer import Indexer
 from crow.indexing import INDEX_COLLECTIONS, build_index
 from crow.search import SearchService
-from crow.services import ThreadProxy
+from crow.services import Services, ThreadProxy
 from crow.settings import AppSettings
+from crow.store.chat_store import ChatStore
 from indexes.store import IndexStore
 from jobs.seed_demo import main as seed
+from models.chat import ChatModel
 from models.testing_embed import HashEmbedder
 
 ORGS = ("acme-outdoor", "fresh-mart")
@@ -29,6 +35,26 @@ class DemoEnv:
     def proxies(self) -> dict[str, ThreadProxy]:
         return {"embedder": ThreadProxy(self.embedder), "retriever": ThreadProxy(self.search),
                 "analytics": ThreadProxy(self.analytics)}  # fmt: skip
+
+    def services(
+        self, store: ChatStore, model: ChatModel, *, indexer: bool = False, **extra: Any
+    ) -> Services:
+        """The app's services over this data: a real store and tools, the given model."""
+        proxies = self.proxies()
+        names = {o["id"]: o["name"] for o in self.lake.list_orgs()}
+        chat = ChatService(
+            ChatServices(store=ThreadProxy(store), org_names=names, **proxies), Agent(model)
+        )
+        if indexer:
+
+            async def notify() -> None:
+                await proxies["retriever"].refresh()
+
+            extra["indexer"] = Indexer(
+                self.settings, ThreadProxy(store), embed=self.embedder.embed, notify=notify
+            )
+        return Services(settings=self.settings, lake=self.lake, store=ThreadProxy(store), chat=chat,
+                        **proxies, **extra)  # fmt: skip
 
 
 def build_demo_env(var: Path, *, interactions: int = 3000) -> DemoEnv:

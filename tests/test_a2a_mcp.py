@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
-import threading
 import time
-from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -27,14 +24,11 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from crow.agent.loop import Agent
 from crow.api.app import create_app
-from crow.chat import ChatService, ChatServices
-from crow.services import Services, ThreadProxy
 from crow.store.chat_store import ChatStore
 from models.errors import ModelUnavailable
 from models.messages import AssistantTurn, ToolCall
-from models.testing import ScriptedChatModel
+from models.testing import ScriptedChatModel, serve_in_thread
 from tests.conftest import assert_error
 from tests.demo_env import build_demo_env
 
@@ -43,27 +37,6 @@ HA, HB = {"X-Organization-Id": A}, {"X-Organization-Id": B}
 SKILLS = {"product-search", "interaction-analysis", "pattern-insights", "org-context"}
 TOOL_NAMES = {"get_interaction_summary", "search_products", "search_interactions",
               "search_patterns", "search_org_context"}  # fmt: skip
-
-
-def serve_with_lifespan(app: object) -> Iterator[str]:
-    """uvicorn on 127.0.0.1 in a thread, with the ASGI lifespan on (the MCP manager needs it)."""
-    import uvicorn
-
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))  # type: ignore[arg-type]
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "test server did not start"
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=20)
-        sock.close()
 
 
 @pytest.fixture(scope="module")
@@ -75,17 +48,9 @@ def demo(tmp_path_factory):
 def served(demo, tmp_path):
     store = ChatStore(tmp_path / "chat.duckdb")
     model = ScriptedChatModel()
-    proxies = demo.proxies()
-    chat = ChatService(
-        ChatServices(store=ThreadProxy(store), org_names={A: "Acme"}, **proxies), Agent(model)
-    )
-    services = Services(
-        settings=demo.settings, lake=demo.lake, store=ThreadProxy(store), chat=chat, **proxies
-    )
-    gen = serve_with_lifespan(create_app(services))
-    base = next(gen)
-    yield base, model, store
-    gen.close()
+    services = demo.services(store, model)
+    with serve_in_thread(create_app(services), lifespan=True) as base:
+        yield base, model, store
     store.close()
 
 

@@ -33,13 +33,7 @@ def demo(tmp_path_factory):
 def app(demo, tmp_path):
     store = ChatStore(tmp_path / "chat.duckdb")
     model = ScriptedChatModel()
-    proxies = demo.proxies()
-    chat = ChatService(
-        ChatServices(store=ThreadProxy(store), org_names={A: "Acme"}, **proxies), Agent(model)
-    )
-    services = Services(
-        settings=demo.settings, lake=demo.lake, store=ThreadProxy(store), chat=chat, **proxies
-    )
+    services = demo.services(store, model)
     with TestClient(create_app(services), raise_server_exceptions=False) as client:
         yield client, model, store
     store.close()

@@ -9,29 +9,22 @@ Screenshots of the landing view, an answered chat and the sidebar go to var/scre
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import re
-import socket
 import threading
-import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 from playwright import sync_api  # installed by `make test` (dev extra); no browser download
 
-from crow.agent.loop import Agent
 from crow.api.app import create_app
-from crow.chat import ChatService, ChatServices
-from crow.indexer import Indexer
-from crow.services import Services, ThreadProxy
 from crow.store.chat_store import ChatStore
 from models.chat import stream_turn
 from models.errors import ModelUnavailable
 from models.messages import AssistantTurn, Message, ModelParams, ToolCall, ToolSpec
+from models.testing import serve_in_thread
 from tests.demo_env import build_demo_env
 
 expect = sync_api.expect
@@ -122,49 +115,14 @@ class QuestionModel:
         return "Hello! How can I help with your retail data today?"
 
 
-@contextlib.contextmanager
-def serve(app: object) -> Iterator[str]:
-    """uvicorn on a free 127.0.0.1 port in a thread, lifespan on (as in production)."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))  # type: ignore[arg-type]
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 15
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the test server did not start")
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=15)
-        sock.close()
-
-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     var = tmp_path_factory.mktemp("var")
     demo = build_demo_env(var, interactions=1500)
     store = ChatStore(var / "chat.duckdb")
     model = QuestionModel()
-    proxies = demo.proxies()
-    retriever = proxies["retriever"]
-
-    async def notify() -> None:
-        await retriever.refresh()
-
-    chat = ChatService(
-        ChatServices(store=ThreadProxy(store), org_names={A: "Acme Outdoor"}, **proxies),
-        Agent(model),
-    )
-    services = Services(
-        settings=demo.settings, lake=demo.lake, store=ThreadProxy(store), chat=chat,
-        indexer=Indexer(demo.settings, ThreadProxy(store), embed=demo.embedder.embed, notify=notify),
-        **proxies,
-    )  # fmt: skip
-    with serve(create_app(services)) as url:
+    services = demo.services(store, model, indexer=True)
+    with serve_in_thread(create_app(services), lifespan=True) as url:
         r = httpx.post(f"{url}/api/v1/qna/index", headers={"X-Organization-Id": A}, timeout=30,
                        json={"id": "doc-xss", "title": XSS_TITLE, "context_type": "policy", "body": XSS_BODY})  # fmt: skip
         assert r.status_code in (200, 201), r.text

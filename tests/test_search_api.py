@@ -8,19 +8,12 @@ import time
 import pytest
 from fastapi.testclient import TestClient
 
-from crow.analytics import Analytics
 from crow.api.app import create_app
-from crow.datalake import DataLake
-from crow.indexer import Indexer
-from crow.indexing import INDEX_COLLECTIONS, build_index
-from crow.search import SearchService
-from crow.services import Services, ThreadProxy
-from crow.settings import AppSettings
+from crow.indexing import build_index
 from crow.store.chat_store import ChatStore
-from indexes.store import IndexStore
-from jobs.seed_demo import main as seed
-from models.testing_embed import HashEmbedder
+from models.testing import ScriptedChatModel
 from tests.conftest import assert_error
+from tests.demo_env import build_demo_env
 
 A, B = "acme-outdoor", "fresh-mart"
 H = {"X-Organization-Id": A}
@@ -28,38 +21,17 @@ H = {"X-Organization-Id": A}
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
-    var = tmp_path_factory.mktemp("var")
-    seed(["--data-root", str(var / "data"), "--end", "2026-11-29", "--interactions", "3000"])
-    settings = AppSettings.from_args({"var_dir": str(var)})
-    lake, index_store, embedder = (
-        DataLake(settings.data_dir),
-        IndexStore(settings.index_dir),
-        HashEmbedder(),
-    )
-    for org in (A, B):
-        for collection in INDEX_COLLECTIONS:
-            build_index(lake, index_store, embedder.embed, org, collection, model=embedder.name)
-    store = ChatStore(settings.chat_db_path)
-    search = SearchService(lake, index_store)
-    yield settings, lake, store, search, embedder
+    demo = build_demo_env(tmp_path_factory.mktemp("var"))
+    store = ChatStore(demo.settings.chat_db_path)
+    yield demo.settings, demo.lake, store, demo.search, demo.embedder, demo
     store.close()
 
 
 @pytest.fixture(scope="module")
 def api(env):
-    settings, lake, store, search, embedder = env
-    store_proxy = ThreadProxy(store)
-    retriever = ThreadProxy(search)
-
-    async def notify():
-        await retriever.refresh()
-
-    services = Services(
-        settings=settings, lake=lake, store=store_proxy, embedder=ThreadProxy(embedder),
-        retriever=retriever, analytics=ThreadProxy(Analytics(lake)),
-        indexer=Indexer(settings, store_proxy, embed=embedder.embed, notify=notify),
-    )  # fmt: skip
-    with TestClient(create_app(services), raise_server_exceptions=False) as client:
+    *_, store, _, _, demo = env
+    with TestClient(create_app(demo.services(store, ScriptedChatModel(), indexer=True)),
+                    raise_server_exceptions=False) as client:  # fmt: skip
         yield client
 
 
@@ -201,7 +173,7 @@ def test_reindex_job_runs_and_reports_progress(api):
 
 
 def test_searches_keep_working_while_versions_switch(env):
-    _, lake, _, search, embedder = env
+    _, lake, _, search, embedder, _ = env
     index_store = search.store
     query = embedder.embed(["trail runner"])
     errors: list[BaseException] = []
@@ -235,7 +207,7 @@ def test_searches_keep_working_while_versions_switch(env):
 
 
 def test_a_killed_build_leaves_the_old_version_serving(env):
-    _, _, _, search, embedder = env
+    _, _, _, search, embedder, _ = env
     index_store = search.store
     before = index_store.current(A, "patterns")
     staging = index_store.new_version(A, "patterns")  # a job that got this far, then died
