@@ -61,3 +61,20 @@ def test_unexpected_errors_are_500_with_the_shape_and_no_internals(settings, lak
 def test_organizations_are_listed(client):
     orgs = client.get("/api/v1/organizations").json()["organizations"]
     assert [o["id"] for o in orgs] == ["acme-outdoor", "fresh-mart"]
+
+
+def test_ready_names_the_dependency_that_does_not_answer(settings, lake, store):
+    from crow.services import Services, ThreadProxy
+
+    class Broken:
+        async def check_health(self):
+            raise RuntimeError("index root missing")
+
+    app = create_app(
+        Services(settings=settings, lake=lake, store=ThreadProxy(store), retriever=Broken())
+    )
+    with TestClient(app) as c:
+        error = assert_error(c.get("/ready"), 503, "not_ready")
+    assert error["details"] == [
+        {"dependency": "retriever", "reason": "RuntimeError: index root missing"}
+    ]

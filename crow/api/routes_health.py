@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 from fastapi import APIRouter
+from fastapi.responses import JSONResponse
 
 from crow.api.deps import ServicesDep
-from crow.api.errors import ApiError
+from crow.api.errors import error_body
 
 router = APIRouter(tags=["health"])
 
@@ -15,13 +19,36 @@ async def health() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/ready", summary="Every dependency answers")
-async def ready(services: ServicesDep) -> dict[str, object]:
+READY_TIMEOUT_S = 5.0
+
+
+async def _check(facade: Any) -> str:
     try:
-        await services.store.check_health()
+        async with asyncio.timeout(READY_TIMEOUT_S):
+            await facade.check_health()
+    except AttributeError:
+        return "ok"  # an in-process object without a health hook
+    except TimeoutError:
+        return f"no answer within {READY_TIMEOUT_S:g}s"
     except Exception as exc:
-        raise ApiError(503, "not_ready", f"chat store not ready: {exc}") from None
-    return {"status": "ready", "organizations": len(services.lake.list_orgs())}
+        return f"{type(exc).__name__}: {exc}"[:200]
+    return "ok"
+
+
+@router.get("/ready", summary="Every dependency answers")
+async def ready(services: ServicesDep) -> JSONResponse:
+    deps = {name: getattr(services, name) for name in ("store", "embedder", "retriever", "analytics",
+                                                         "indexer", "chat")}  # fmt: skip
+    present = {name: facade for name, facade in deps.items() if facade is not None}
+    results = await asyncio.gather(*(_check(f) for f in present.values()))
+    checks = dict(zip(present, results, strict=True))
+    failing = {k: v for k, v in checks.items() if v != "ok"}
+    if failing:
+        message = "not ready - " + ", ".join(f"{k}: {v}" for k, v in failing.items())
+        details = [{"dependency": k, "reason": v} for k, v in failing.items()]
+        return JSONResponse(error_body("not_ready", message, details), status_code=503)
+    return JSONResponse({"status": "ready", "checks": checks,
+                         "organizations": len(services.lake.list_orgs())})  # fmt: skip
 
 
 @router.get("/api/v1/organizations", tags=["organizations"], summary="Known organizations")
