@@ -85,6 +85,7 @@ class EmbedderSettings(_Section):
     device: str = "cpu"
     fp16: bool = False
     batch_size: int = Field(64, gt=0, description="Texts per forward pass.")
+    threads: int | None = Field(None, gt=0, description="CPU: torch threads; default all cores.")
     max_batch_size: int = Field(32, gt=0, description="Serve dynamic batching: most requests.")
     batch_wait_timeout_s: float = Field(0.01, ge=0, description="Serve batching: longest wait.")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any
 
 import numpy as np
@@ -20,8 +21,9 @@ class EmbedderDeployment:
         cfg = AppSettings.from_args(settings).embedder
         backend = backend_cls or SentenceTransformerEmbedder
         self.embedder: Embedder = backend(  # type: ignore[call-arg]
-            cfg.model, device=cfg.device, fp16=cfg.fp16, batch_size=cfg.batch_size
-        )
+            cfg.model, device=cfg.device, fp16=cfg.fp16, batch_size=cfg.batch_size,
+            threads=(cfg.threads or os.cpu_count()) if cfg.device == "cpu" else None,
+        )  # fmt: skip
         self._embed_batch.set_max_batch_size(cfg.max_batch_size)
         self._embed_batch.set_batch_wait_timeout_s(cfg.batch_wait_timeout_s)
 

@@ -44,9 +44,11 @@ class EmbedBatch:
         from models.embedder import SentenceTransformerEmbedder
 
         self.collection = collection
+        cpu = embedder["device"] == "cpu"
         self.embedder = SentenceTransformerEmbedder(
             embedder["model"], device=embedder["device"], fp16=embedder["fp16"],
             batch_size=embedder["batch_size"],
+            threads=(embedder.get("threads") or os.cpu_count()) if cpu else None,
         )  # fmt: skip
 
     def __call__(self, batch: pa.Table) -> dict[str, np.ndarray]:

@@ -81,8 +81,14 @@ class SentenceTransformerEmbedder:
         device: str = "cpu",
         fp16: bool = False,
         batch_size: int = 64,
+        threads: int | None = None,
     ) -> None:
         from sentence_transformers import SentenceTransformer
+
+        if threads:  # Ray workers default to 1 thread (from their CPU reservation)
+            import torch
+
+            torch.set_num_threads(threads)
 
         self.name = model
         self.device = device
