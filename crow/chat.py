@@ -70,6 +70,8 @@ class ChatService:
         message_id: str | None = None,
     ) -> AsyncIterator[dict[str, Any]]:  # fmt: skip
         store = self.services.store
+        if message_id is not None:  # a client's key is unique within its session only
+            message_id = f"{session_id}:{message_id}"
         history = await store.list_messages(org_id, session_id, limit=self.history_messages)
         user = await store.add_message(
             org_id, session_id, "user", content, kind=kind, message_id=message_id

@@ -292,3 +292,18 @@ def test_a_full_queue_is_503_in_the_error_shape(demo, tmp_path):
             "overloaded",
         )
     store.close()
+
+
+def test_client_message_ids_are_scoped_to_their_session(app):
+    client, model, store = app
+    model.add(AssistantTurn(text="One."), AssistantTurn(text="Two."))
+    first, second = new_session(client), new_session(client, HB)
+    a = client.post(
+        f"{BASE}/{first}/messages", json={"content": "Q1", "message_id": "same"}, headers=HA
+    )
+    b = client.post(
+        f"{BASE}/{second}/messages", json={"content": "Q2", "message_id": "same"}, headers=HB
+    )
+    assert (a.status_code, b.status_code) == (200, 200)
+    assert (a.json()["content"], b.json()["content"]) == ("One.", "Two.")
+    assert [m["content"] for m in store.list_messages(B, second)] == ["Q2", "Two."]
