@@ -136,7 +136,7 @@ def test_failing_and_slow_tools_become_error_results_for_the_model(demo):
 
 
 def test_iteration_cap_falls_back_to_one_plain_call(demo):
-    turns = [call("search_patterns", cid=f"c{i}", query="trend") for i in range(5)]
+    turns = [call("search_patterns", cid=f"c{i}", query=f"trend {i}") for i in range(5)]
     model = ScriptedChatModel([*turns, AssistantTurn(text="Plain answer.")])
     answer = run(Agent(model), ctx_for(demo))
     model.assert_complete()
@@ -285,3 +285,12 @@ def test_an_echoed_search_result_is_composed_into_a_list_with_footnotes(demo):
     body, notes = answer.content.split("\n\n", 1)
     assert body.startswith("Products:\n- **") and notes.startswith('[1] Product: "')
     assert len(answer.sources) == 2
+
+
+def test_a_repeated_call_ends_the_loop_with_a_composed_answer(demo):
+    model = ScriptedChatModel(
+        [call("get_interaction_summary", cid="a"), call("get_interaction_summary", cid="b")]
+    )
+    answer = run(Agent(model), ctx_for(demo), "How many interactions do we have?")
+    model.assert_complete()  # two model calls, not five
+    assert len(answer.tool_steps) == 1 and answer.content.count("3,000") == 1

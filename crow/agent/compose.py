@@ -41,7 +41,7 @@ def count_is_wrong(text: str, summary: dict[str, Any]) -> bool:
 def compose(outputs: list[tuple[str, dict[str, Any]]]) -> str:
     """A plain answer from the tools' results, in the order they ran."""
     parts = [_one(name, content) for name, content in outputs if "error" not in content]
-    parts = [p for p in parts if p]
+    parts = list(dict.fromkeys(p for p in parts if p))  # the same result once
     return "\n\n".join(parts) or "I could not find anything in your data for that question."
 
 

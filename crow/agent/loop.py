@@ -54,6 +54,7 @@ class _Run:
     messages: list[Message]
     returned: list[Source] = field(default_factory=list)
     outputs: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    seen: set[str] = field(default_factory=set)  # tool calls already run (name + arguments)
     steps: list[dict[str, Any]] = field(default_factory=list)
     model_s: float = 0.0
     tools_s: float = 0.0
@@ -117,13 +118,16 @@ class Agent:
                     Message.user(retry_message(turn.invalid_tool_calls, self.specs))
                 )
                 continue
-            if not turn.tool_calls:
-                yield {"type": "final", "text": turn.text, "iterations": iteration}
+            fresh = _fresh_calls(turn.tool_calls, run.seen)
+            if not fresh:
+                # No tool calls, or only ones already answered: the model has what it asked for.
+                text = turn.text if not turn.tool_calls else ""
+                yield {"type": "final", "text": text, "iterations": iteration}
                 return
-            run.messages.append(turn.to_message())
-            for call in turn.tool_calls:
+            run.messages.append(Message.assistant(turn.text, tuple(fresh)))
+            for call in fresh:
                 yield {"type": "tool_call_started", "name": call.name, "arguments": call.arguments}
-            for step in await self._run_tools(turn.tool_calls, run, ctx):
+            for step in await self._run_tools(fresh, run, ctx):
                 yield {"type": "tool_call_finished", **step}
 
     async def _step(self, run: _Run, *, tools: bool) -> AssistantTurn:
@@ -193,6 +197,17 @@ class Agent:
         """One call without tools, answering from whatever the history holds."""
         turn = await self._step(run, tools=False)
         return turn.text
+
+
+def _fresh_calls(calls: Sequence[ToolCall], seen: set[str]) -> list[ToolCall]:
+    """The calls not run before in this answer (small models repeat themselves)."""
+    fresh = []
+    for call in calls:
+        key = json.dumps([call.name, call.arguments], sort_keys=True, default=str)
+        if key not in seen:
+            seen.add(key)
+            fresh.append(call)
+    return fresh
 
 
 def _escape(text: str) -> str:
