@@ -117,6 +117,9 @@ class AgentSettings(_Section):
     ground_arguments: bool = Field(
         True, description="Drop tool filters the question never asked for (for small models)."
     )
+    route_small_talk: bool = Field(
+        True, description="Answer greetings and thanks without offering tools (small models)."
+    )
 
 
 class SearchSettings(_Section):

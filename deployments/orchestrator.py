@@ -32,7 +32,8 @@ class OrchestratorDeployment(ChatService):
             chat_model_for(llm, s),
             AgentConfig(max_iterations=s.limits.max_iterations, tool_timeout_s=s.timeouts.tool_s,
                         model_timeout_s=s.timeouts.model_s, max_tokens=s.llm.max_tokens,
-                        ground_arguments=s.agent.ground_arguments),
+                        ground_arguments=s.agent.ground_arguments,
+                        route_small_talk=s.agent.route_small_talk),
         )  # fmt: skip
         super().__init__(
             services, agent, history_messages=s.limits.history_messages, metrics=RayMetrics()

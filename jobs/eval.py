@@ -107,7 +107,8 @@ async def evaluate(
     search, analytics = SearchService(lake, index_store), Analytics(lake)
     agent = Agent(model, AgentConfig(max_iterations=settings.limits.max_iterations,
                                      model_timeout_s=settings.timeouts.model_s, tool_timeout_s=settings.timeouts.tool_s,
-                                     ground_arguments=settings.agent.ground_arguments))  # fmt: skip
+                                     ground_arguments=settings.agent.ground_arguments,
+                                     route_small_talk=settings.agent.route_small_talk))  # fmt: skip
     org_name = next((o["name"] for o in lake.list_orgs() if o["id"] == org_id), org_id)
     rows = []
     for n, question in enumerate(questions, start=1):

@@ -294,3 +294,21 @@ def test_a_repeated_call_ends_the_loop_with_a_composed_answer(demo):
     answer = run(Agent(model), ctx_for(demo), "How many interactions do we have?")
     model.assert_complete()  # two model calls, not five
     assert len(answer.tool_steps) == 1 and answer.content.count("3,000") == 1
+
+
+@pytest.mark.parametrize(
+    ("message", "small_talk"),
+    [("Hello there!", True), ("thanks a lot", True), ("Good morning", True), ("Who are you?", True),
+     ("Hi, how many interactions do we have?", False), ("hey, show me top products", False),
+     ("What is our return policy?", False), ("ok", True)],
+)  # fmt: skip
+def test_small_talk_router(message, small_talk):
+    from crow.agent.router import is_small_talk
+
+    assert is_small_talk(message) is small_talk
+
+
+def test_small_talk_is_answered_without_tools_when_routed(demo):
+    model = ScriptedChatModel([AssistantTurn(text="Hello! How can I help?")])
+    answer = run(Agent(model, AgentConfig(route_small_talk=True)), ctx_for(demo), "Hey!")
+    assert model.calls[0].tools == () and answer.tool_steps == [] and answer.sources == []

@@ -18,6 +18,7 @@ from typing import Any
 from crow.agent.compose import compose, count_is_wrong, looks_unusable
 from crow.agent.context import ToolContext
 from crow.agent.grounding import ground_arguments
+from crow.agent.router import is_small_talk
 from crow.agent.sources import Source, select_sources, with_footnotes
 from crow.agent.tools import TOOLS, TOOLS_BY_NAME, Tool
 from models.chat import ChatModel
@@ -37,6 +38,8 @@ class AgentConfig:
     max_tokens: int = 512
     ground_arguments: bool = False
     """Drop filters the question never asked for (small models invent them)."""
+    route_small_talk: bool = False
+    """Answer greetings and thanks without offering tools (small models call one anyway)."""
 
 
 @dataclass
@@ -110,6 +113,14 @@ class Agent:
         yield {"type": "done", "answer": answer}
 
     async def _iterate(self, run: _Run, ctx: ToolContext) -> AsyncIterator[dict[str, Any]]:
+        question = next((m.content for m in reversed(run.messages) if m.role == "user"), "")
+        if self.config.route_small_talk and is_small_talk(question):
+            yield {
+                "type": "final",
+                "text": (await self._step(run, tools=False)).text,
+                "iterations": 1,
+            }
+            return
         for iteration in range(1, self.config.max_iterations + 1):
             turn = await self._step(run, tools=True)
             if turn.invalid_tool_calls and not turn.tool_calls:

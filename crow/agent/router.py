@@ -1,0 +1,29 @@
+"""Small-talk routing: greetings and thanks go to the model without tools.
+
+A small model tends to call a tool for "Hi!". A message that is only small talk (no data
+words at all) is answered without offering tools; anything else goes to the full loop. It
+is a setting (``agent.route_small_talk``): on for the CPU profile, off for a strong model.
+"""
+
+from __future__ import annotations
+
+import re
+
+_SMALL_TALK = re.compile(
+    r"^\W*(hi|hello|hey|hiya|howdy|yo|greetings|good (morning|afternoon|evening|day)|"
+    r"thanks?( you)?( so much| a lot)?|thank you|thx|cheers|ok(ay)?|cool|great|nice|bye|goodbye|"
+    r"see you|how are you( doing)?|how's it going|what's up|who are you|what can you do|"
+    r"what are you|help)\b[\s\w,!.?']{0,30}$",
+    re.I,
+)
+_DATA_WORDS = re.compile(
+    r"\b(how many|count|total|number|interactions?|products?|sales|sell|customers?|patterns?|"
+    r"trends?|web|cctv|camera|social|store|stores|policy|polic(y|ies)|company|market|"
+    r"competitors?|show|find|list|search|top|best|recent|last|week|month)\b",
+    re.I,
+)
+
+
+def is_small_talk(message: str) -> bool:
+    text = message.strip()
+    return len(text) <= 60 and bool(_SMALL_TALK.match(text)) and not _DATA_WORDS.search(text)
