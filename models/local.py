@@ -231,11 +231,20 @@ class LocalChatModel:
         stats = job.stats
         ended = False
 
+        stop_strings = job.params.stop
+        tokenizer = self._tokenizer
+        prompt_len = [0]
+
         class _Stop(StoppingCriteria):
             def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
                 if stats.first_token_s is None:
                     stats.first_token_s = time.monotonic() - started
                 stop = job.cancel.is_set() or time.monotonic() > job.deadline
+                if stop_strings and not stop:
+                    tail = tokenizer.decode(
+                        input_ids[0, max(prompt_len[0], input_ids.shape[1] - 24) :]
+                    )
+                    stop = any(s in tail for s in stop_strings)
                 job.timed_out = job.timed_out or time.monotonic() > job.deadline
                 return torch.full((input_ids.shape[0],), stop, dtype=torch.bool)
 
@@ -245,6 +254,7 @@ class LocalChatModel:
                 job.timed_out = started > job.deadline
                 return ""
             inputs = self._tokenizer(job.prompt, return_tensors="pt", add_special_tokens=False)
+            prompt_len[0] = int(inputs["input_ids"].shape[1])
             sampling = job.params.temperature > 0
             cache, stats.cached_tokens = self._prefix.take(inputs["input_ids"][0])
             with torch.inference_mode():

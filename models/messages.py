@@ -89,6 +89,8 @@ class ModelParams(_Frozen):
     """"auto": model decides; "none": no tool calls; "required"/named: must call a tool."""
     timeout_s: float = Field(default=60.0, gt=0)
     """Wall-clock limit for the whole request, queueing included."""
+    stop: tuple[str, ...] = ()
+    """Generation ends as soon as the output contains one of these strings."""
 
 
 class Usage(_Frozen):

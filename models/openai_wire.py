@@ -47,6 +47,8 @@ def request_body(
         "max_tokens": params.max_tokens,
         "stream": stream,
     }
+    if params.stop:
+        body["stop"] = list(params.stop)
     if tools:
         body["tools"] = [tool_to_wire(t) for t in tools]
         body["tool_choice"] = tool_choice_to_wire(params.tool_choice)
@@ -108,6 +110,9 @@ def params_from_wire(body: Mapping[str, Any], *, default: ModelParams) -> ModelP
         updates["tool_choice"] = NamedToolChoice(name=name)
     elif choice is not None:
         updates["tool_choice"] = choice
+    stop = body.get("stop")
+    if stop:
+        updates["stop"] = (stop,) if isinstance(stop, str) else tuple(stop)
     try:
         return ModelParams.model_validate({**default.model_dump(), **updates})
     except ValueError as exc:

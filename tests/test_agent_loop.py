@@ -312,3 +312,14 @@ def test_small_talk_is_answered_without_tools_when_routed(demo):
     model = ScriptedChatModel([AssistantTurn(text="Hello! How can I help?")])
     answer = run(Agent(model, AgentConfig(route_small_talk=True)), ctx_for(demo), "Hey!")
     assert model.calls[0].tools == () and answer.tool_steps == [] and answer.sources == []
+
+
+def test_after_tools_ran_the_model_stops_at_a_copy_of_the_results(demo):
+    from crow.agent.compose import ECHO_STOPS
+
+    model = ScriptedChatModel(
+        [call("get_interaction_summary"), AssistantTurn(text='{"total_interactions"')]
+    )
+    answer = run(Agent(model), ctx_for(demo), "How many interactions do we have?")
+    assert model.calls[0].params.stop == () and model.calls[1].params.stop == ECHO_STOPS
+    assert answer.fallback == "composed" and "3,000" in answer.content

@@ -12,12 +12,15 @@ import re
 from typing import Any
 
 _NUMBER = re.compile(r"\d[\d,]*")
+RESULT_KEYS = ("total_interactions", "products", "interactions", "patterns", "documents", "error")
+ECHO_STOPS: tuple[str, ...] = tuple(f'{{"{key}"' for key in RESULT_KEYS)
+"""Generation stops here: a model writing a tool's result back out is not answering."""
 
 
 def looks_unusable(text: str) -> bool:
     """Empty, or structured data / a tool call instead of prose."""
     stripped = text.strip().strip("`").removeprefix("json").strip()
-    if not stripped:
+    if not stripped or any(stop in text for stop in ECHO_STOPS):
         return True
     if stripped[0] in "{[":
         try:

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from crow.agent.compose import compose, count_is_wrong, looks_unusable
+from crow.agent.compose import ECHO_STOPS, compose, count_is_wrong, looks_unusable
 from crow.agent.context import ToolContext
 from crow.agent.grounding import ground_arguments
 from crow.agent.router import is_small_talk
@@ -145,6 +145,7 @@ class Agent:
         params = ModelParams(
             max_tokens=self.config.max_tokens, timeout_s=self.config.model_timeout_s,
             tool_choice="auto" if tools else "none",
+            stop=ECHO_STOPS if run.outputs else (),  # don't wait for a copy of the results
         )  # fmt: skip
         started = time.perf_counter()
         try:
