@@ -120,6 +120,9 @@ class AgentSettings(_Section):
     route_small_talk: bool = Field(
         True, description="Answer greetings and thanks without offering tools (small models)."
     )
+    route_counts: bool = Field(
+        True, description="Count questions call get_interaction_summary first (small models)."
+    )
 
 
 class SearchSettings(_Section):

@@ -33,7 +33,8 @@ class OrchestratorDeployment(ChatService):
             AgentConfig(max_iterations=s.limits.max_iterations, tool_timeout_s=s.timeouts.tool_s,
                         model_timeout_s=s.timeouts.model_s, max_tokens=s.llm.max_tokens,
                         ground_arguments=s.agent.ground_arguments,
-                        route_small_talk=s.agent.route_small_talk),
+                        route_small_talk=s.agent.route_small_talk,
+                        route_counts=s.agent.route_counts),
         )  # fmt: skip
         super().__init__(
             services, agent, history_messages=s.limits.history_messages, metrics=RayMetrics()

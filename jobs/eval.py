@@ -108,7 +108,8 @@ async def evaluate(
     agent = Agent(model, AgentConfig(max_iterations=settings.limits.max_iterations,
                                      model_timeout_s=settings.timeouts.model_s, tool_timeout_s=settings.timeouts.tool_s,
                                      ground_arguments=settings.agent.ground_arguments,
-                                     route_small_talk=settings.agent.route_small_talk))  # fmt: skip
+                                     route_small_talk=settings.agent.route_small_talk,
+                                     route_counts=settings.agent.route_counts))  # fmt: skip
     org_name = next((o["name"] for o in lake.list_orgs() if o["id"] == org_id), org_id)
     rows = []
     for n, question in enumerate(questions, start=1):

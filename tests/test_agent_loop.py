@@ -323,3 +323,30 @@ def test_after_tools_ran_the_model_stops_at_a_copy_of_the_results(demo):
     answer = run(Agent(model), ctx_for(demo), "How many interactions do we have?")
     assert model.calls[0].params.stop == () and model.calls[1].params.stop == ECHO_STOPS
     assert answer.fallback == "composed" and "3,000" in answer.content
+
+
+@pytest.mark.parametrize(
+    ("message", "count"),
+    [("How many store visits did we get last month?", True), ("number of social posts about tents", True),
+     ("Total online orders, please", True), ("How many products do we sell?", False),
+     ("Show me recent complaints", False), ("How many interactions mention jackets?", True)],
+)  # fmt: skip
+def test_count_router(message, count):
+    from crow.agent.router import is_count_question
+
+    assert is_count_question(message) is count
+
+
+def test_count_questions_call_the_summary_first_when_routed(demo):
+    from models.messages import NamedToolChoice
+
+    model = ScriptedChatModel(
+        [call("get_interaction_summary"), AssistantTurn(text="You have 3,000 interactions.")]
+    )
+    run(
+        Agent(model, AgentConfig(route_counts=True)),
+        ctx_for(demo),
+        "How many store visits did we get?",
+    )
+    assert model.calls[0].params.tool_choice == NamedToolChoice(name="get_interaction_summary")
+    assert model.calls[1].params.tool_choice == "auto"

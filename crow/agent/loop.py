@@ -18,12 +18,19 @@ from typing import Any
 from crow.agent.compose import ECHO_STOPS, compose, count_is_wrong, looks_unusable
 from crow.agent.context import ToolContext
 from crow.agent.grounding import ground_arguments
-from crow.agent.router import is_small_talk
+from crow.agent.router import is_count_question, is_small_talk
 from crow.agent.sources import Source, select_sources, with_footnotes
 from crow.agent.tools import TOOLS, TOOLS_BY_NAME, Tool
 from models.chat import ChatModel
 from models.errors import ModelError
-from models.messages import AssistantTurn, Message, ModelParams, ToolCall
+from models.messages import (
+    AssistantTurn,
+    Message,
+    ModelParams,
+    NamedToolChoice,
+    ToolCall,
+    ToolChoice,
+)
 from models.toolparse import retry_message
 
 log = logging.getLogger(__name__)
@@ -40,6 +47,8 @@ class AgentConfig:
     """Drop filters the question never asked for (small models invent them)."""
     route_small_talk: bool = False
     """Answer greetings and thanks without offering tools (small models call one anyway)."""
+    route_counts: bool = False
+    """Make get_interaction_summary the first call of a count question."""
 
 
 @dataclass
@@ -121,8 +130,11 @@ class Agent:
                 "iterations": 1,
             }
             return
+        first: ToolChoice = "auto"
+        if self.config.route_counts and is_count_question(question):
+            first = NamedToolChoice(name="get_interaction_summary")
         for iteration in range(1, self.config.max_iterations + 1):
-            turn = await self._step(run, tools=True)
+            turn = await self._step(run, tools=True, choice=first if iteration == 1 else "auto")
             if turn.invalid_tool_calls and not turn.tool_calls:
                 run.messages.append(turn.to_message())
                 run.messages.append(
@@ -141,10 +153,10 @@ class Agent:
             for step in await self._run_tools(fresh, run, ctx):
                 yield {"type": "tool_call_finished", **step}
 
-    async def _step(self, run: _Run, *, tools: bool) -> AssistantTurn:
+    async def _step(self, run: _Run, *, tools: bool, choice: ToolChoice = "auto") -> AssistantTurn:
         params = ModelParams(
             max_tokens=self.config.max_tokens, timeout_s=self.config.model_timeout_s,
-            tool_choice="auto" if tools else "none",
+            tool_choice=choice if tools else "none",
             stop=ECHO_STOPS if run.outputs else (),  # don't wait for a copy of the results
         )  # fmt: skip
         started = time.perf_counter()

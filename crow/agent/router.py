@@ -1,8 +1,10 @@
-"""Small-talk routing: greetings and thanks go to the model without tools.
+"""Intent routing for small models: small talk without tools, counts to the summary first.
 
-A small model tends to call a tool for "Hi!". A message that is only small talk (no data
-words at all) is answered without offering tools; anything else goes to the full loop. It
-is a setting (``agent.route_small_talk``): on for the CPU profile, off for a strong model.
+A small model tends to call a tool for "Hi!" and to search when asked "how many". A message
+that is only small talk (no data words at all) is answered without offering tools; a count
+question about interactions gets ``get_interaction_summary`` as its first call (the spec's
+"COUNT questions: get_interaction_summary first"). Settings ``agent.route_small_talk`` and
+``agent.route_counts``: on for the CPU profile, off for a strong model.
 """
 
 from __future__ import annotations
@@ -27,3 +29,22 @@ _DATA_WORDS = re.compile(
 def is_small_talk(message: str) -> bool:
     text = message.strip()
     return len(text) <= 60 and bool(_SMALL_TALK.match(text)) and not _DATA_WORDS.search(text)
+
+
+_COUNT = re.compile(
+    r"\b(how many|number of|count|total|totals|breakdown|how much traffic|tally)\b", re.I
+)
+_NOT_INTERACTIONS = re.compile(
+    r"\b(products?|items?|skus?|patterns?|stores?|locations?|employees?|members?|documents?)\b",
+    re.I,
+)
+
+
+def is_count_question(message: str) -> bool:
+    """A question asking for a number of interactions (not of products, stores, ...)."""
+    if not _COUNT.search(message):
+        return False
+    return (
+        not _NOT_INTERACTIONS.search(message)
+        or re.search(r"\binteractions?\b", message, re.I) is not None
+    )
