@@ -349,4 +349,24 @@ def test_count_questions_call_the_summary_first_when_routed(demo):
         "How many store visits did we get?",
     )
     assert model.calls[0].params.tool_choice == NamedToolChoice(name="get_interaction_summary")
-    assert model.calls[1].params.tool_choice == "auto"
+    assert model.calls[1].params.tool_choice == "none"  # a plain count: answer from the summary
+
+
+def test_a_plain_count_is_answered_from_the_summary_without_more_tools(demo):
+    model = ScriptedChatModel(
+        [call("get_interaction_summary"), AssistantTurn(text="You have 3,000 interactions.")]
+    )
+    answer = run(
+        Agent(model, AgentConfig(route_counts=True)),
+        ctx_for(demo),
+        "How many CCTV visits were recorded?",
+    )
+    model.assert_complete()
+    assert model.calls[1].tools == () and answer.iterations == 2
+    mixed = ScriptedChatModel([call("get_interaction_summary"), AssistantTurn(text="ok")])
+    run(
+        Agent(mixed, AgentConfig(route_counts=True)),
+        ctx_for(demo),
+        "How many web visits, and show me a few?",
+    )
+    assert mixed.calls[1].tools  # a search may follow

@@ -18,7 +18,7 @@ from typing import Any
 from crow.agent.compose import ECHO_STOPS, compose, count_is_wrong, looks_unusable
 from crow.agent.context import ToolContext
 from crow.agent.grounding import ground_arguments
-from crow.agent.router import is_count_question, is_small_talk
+from crow.agent.router import is_count_question, is_small_talk, wants_more_than_a_count
 from crow.agent.sources import Source, select_sources, with_footnotes
 from crow.agent.tools import TOOLS, TOOLS_BY_NAME, Tool
 from models.chat import ChatModel
@@ -131,9 +131,18 @@ class Agent:
             }
             return
         first: ToolChoice = "auto"
+        count_only = False
         if self.config.route_counts and is_count_question(question):
             first = NamedToolChoice(name="get_interaction_summary")
+            count_only = not wants_more_than_a_count(question)
         for iteration in range(1, self.config.max_iterations + 1):
+            if count_only and iteration == 2:  # the summary is all a count needs: answer now
+                yield {
+                    "type": "final",
+                    "text": (await self._step(run, tools=False)).text,
+                    "iterations": 2,
+                }
+                return
             turn = await self._step(run, tools=True, choice=first if iteration == 1 else "auto")
             if turn.invalid_tool_calls and not turn.tool_calls:
                 run.messages.append(turn.to_message())

@@ -48,3 +48,13 @@ def is_count_question(message: str) -> bool:
         not _NOT_INTERACTIONS.search(message)
         or re.search(r"\binteractions?\b", message, re.I) is not None
     )
+
+
+_SEARCH = re.compile(
+    r"\b(show|find|list|which|examples?|search|look up|what are|tell me about|describe)\b", re.I
+)
+
+
+def wants_more_than_a_count(message: str) -> bool:
+    """A count question that also asks to see or find things (needs a second tool)."""
+    return _SEARCH.search(message) is not None
