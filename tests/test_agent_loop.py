@@ -370,3 +370,31 @@ def test_a_plain_count_is_answered_from_the_summary_without_more_tools(demo):
         "How many web visits, and show me a few?",
     )
     assert mixed.calls[1].tools  # a search may follow
+
+
+@pytest.mark.parametrize(
+    ("tool", "question", "arguments", "filled"),
+    [("get_interaction_summary", "How many CCTV interactions were recorded?", {}, {"channel": "cctv"}),
+     ("get_interaction_summary", "How many online and in-store visits?", {}, {}),
+     ("search_interactions", "Show me social posts from the past 3 days", {"query": "posts"},
+      {"query": "posts", "channel": "social", "since": "past 3 days"}),
+     ("search_patterns", "Patterns from the last week", {"query": "patterns"},
+      {"query": "patterns", "since": "last week"}),
+     ("search_products", "Top products last week", {"query": ""}, {"query": ""})],
+)  # fmt: skip
+def test_filters_stated_in_the_question_are_filled_in(tool, question, arguments, filled):
+    from crow.agent.grounding import fill_arguments
+
+    assert fill_arguments(tool, question, arguments)[0] == filled
+
+
+def test_a_channel_count_reports_that_channel(demo):
+    model = ScriptedChatModel([call("get_interaction_summary"), AssistantTurn(text="")])
+    answer = run(
+        Agent(model, AgentConfig(ground_arguments=True)),
+        ctx_for(demo),
+        "How many CCTV interactions?",
+    )
+    cctv = demo.analytics.interaction_summary(ORG, channel="cctv")["total"]
+    assert answer.content.startswith(f"You have **{cctv:,}** interactions on the cctv channel")
+    assert answer.tool_steps[0]["added"] == ["channel"]

@@ -33,6 +33,34 @@ def _mentions(question: str, pattern: str) -> bool:
     return re.search(rf"\b({pattern})", question, re.I) is not None
 
 
+_TIME_PHRASE = re.compile(
+    r"\b((last|past|previous) (\d+ )?(hours?|days?|weeks?|months?|quarters?|years?)|yesterday|today|"
+    r"this (week|month)|recent(ly)?|lately)\b",
+    re.I,
+)
+_TAKES = {
+    "get_interaction_summary": {"channel", "since"},
+    "search_interactions": {"channel", "since"},
+    "search_patterns": {"since"},
+}
+
+
+def fill_arguments(
+    tool: str, question: str, arguments: dict[str, Any]
+) -> tuple[dict[str, Any], list[str]]:
+    """Filters the question states plainly but the model left out (one channel, one time span)."""
+    takes, filled = _TAKES.get(tool, set()), dict(arguments)
+    added = []
+    if "channel" in takes and not filled.get("channel"):
+        named = [ch for ch, words in _CHANNEL_WORDS.items() if _mentions(question, words)]
+        if len(named) == 1:
+            filled["channel"], added = named[0], [*added, "channel"]
+    unbounded = not filled.get("since") and not filled.get("until")
+    if "since" in takes and unbounded and (m := _TIME_PHRASE.search(question)):
+        filled["since"], added = m.group(1).lower(), [*added, "since"]
+    return filled, added
+
+
 def ground_arguments(question: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """The arguments with unasked-for filters removed, and the names removed."""
     kept, dropped = dict(arguments), []

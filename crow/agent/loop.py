@@ -17,7 +17,7 @@ from typing import Any
 
 from crow.agent.compose import ECHO_STOPS, compose, count_is_wrong, looks_unusable
 from crow.agent.context import ToolContext
-from crow.agent.grounding import ground_arguments
+from crow.agent.grounding import fill_arguments, ground_arguments
 from crow.agent.router import is_count_question, is_small_talk, wants_more_than_a_count
 from crow.agent.sources import Source, select_sources, with_footnotes
 from crow.agent.tools import TOOLS, TOOLS_BY_NAME, Tool
@@ -196,9 +196,10 @@ class Agent:
         tool = self.tools.get(call.name) or TOOLS_BY_NAME.get(call.name)
         started = time.perf_counter()
         sources: list[Source] = []
-        arguments, dropped = call.arguments, []
+        arguments, dropped, added = call.arguments, [], []
         if self.config.ground_arguments:
             arguments, dropped = ground_arguments(question, call.arguments)
+            arguments, added = fill_arguments(call.name, question, arguments)
         try:
             if tool is None:
                 raise LookupError(f"there is no tool named {call.name!r}")
@@ -211,7 +212,7 @@ class Agent:
             error = f"{type(exc).__name__}: {exc}"[:300]
         if error is not None:
             content = f'{{"error": "{call.name} failed: {_escape(error)}"}}'
-        step = {"id": call.id, "name": call.name, "arguments": arguments, "dropped": dropped, "ok": error is None,
+        step = {"id": call.id, "name": call.name, "arguments": arguments, "dropped": dropped, "added": added, "ok": error is None,
                 "error": error, "results": len(sources),
                 "ms": round((time.perf_counter() - started) * 1000, 1)}  # fmt: skip
         return step, content, sources
