@@ -398,3 +398,16 @@ def test_a_channel_count_reports_that_channel(demo):
     cctv = demo.analytics.interaction_summary(ORG, channel="cctv")["total"]
     assert answer.content.startswith(f"You have **{cctv:,}** interactions on the cctv channel")
     assert answer.tool_steps[0]["added"] == ["channel"]
+
+
+def test_a_malformed_routed_count_call_still_runs_the_summary(demo):
+    bad = AssistantTurn(invalid_tool_calls=(InvalidToolCall(id="x", name="get_interaction_summary", raw="{}",
+                                                             reason="channel: 'all' is not one of web, cctv, social"),))  # fmt: skip
+    model = ScriptedChatModel([bad, AssistantTurn(text="")])
+    agent = Agent(model, AgentConfig(route_counts=True, ground_arguments=True))
+    answer = run(agent, ctx_for(demo), "How many social interactions do we have?")
+    social = demo.analytics.interaction_summary(ORG, channel="social")["total"]
+    assert (
+        answer.tool_steps[0]["name"] == "get_interaction_summary"
+        and f"**{social:,}**" in answer.content
+    )

@@ -172,7 +172,9 @@ def test_replica_kills_under_chat_traffic(tmp_path):
                 if s.answer is None:
                     continue
                 assert [m["content"] for m in users].count(s.content) == 1
-                i = position[s.message_id]
+                i = position[
+                    f"{c.session_id}:{s.message_id}"
+                ]  # client ids are scoped to their session
                 assert stored[i]["content"] == s.content
                 assert stored[i + 1]["role"] == "assistant"
                 assert stored[i + 1]["id"] == s.answer["id"]

@@ -136,14 +136,21 @@ class Agent:
             first = NamedToolChoice(name="get_interaction_summary")
             count_only = not wants_more_than_a_count(question)
         for iteration in range(1, self.config.max_iterations + 1):
-            if count_only and iteration == 2:  # the summary is all a count needs: answer now
-                yield {
-                    "type": "final",
-                    "text": (await self._step(run, tools=False)).text,
-                    "iterations": 2,
-                }
+            if count_only and any(name == "get_interaction_summary" for name, _ in run.outputs):
+                # The summary is all a plain count needs: answer from it now.
+                text = (await self._step(run, tools=False)).text
+                yield {"type": "final", "text": text, "iterations": iteration}
                 return
-            turn = await self._step(run, tools=True, choice=first if iteration == 1 else "auto")
+            choice = first if iteration == 1 else "auto"
+            turn = await self._step(run, tools=True, choice=choice)
+            if (
+                isinstance(choice, NamedToolChoice)
+                and not turn.tool_calls
+                and turn.invalid_tool_calls
+            ):
+                # The routed call came out malformed: its arguments are all optional, and the
+                # ones the question states are filled in from the question itself.
+                turn = AssistantTurn(tool_calls=(ToolCall(id="routed", name=choice.name),))
             if turn.invalid_tool_calls and not turn.tool_calls:
                 run.messages.append(turn.to_message())
                 run.messages.append(
