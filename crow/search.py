@@ -28,6 +28,7 @@ from indexes.vector_index import IndexParams, VectorIndex
 log = logging.getLogger(__name__)
 SortOrder = Literal["relevance", "popularity"]
 POPULARITY_POOL = 100  # relevance candidates re-ranked by popularity
+RELEVANCE_FLOOR = 0.75  # ... those scoring at least this share of the best match
 
 
 @dataclass
@@ -142,7 +143,10 @@ class SearchService:
         out = [{**rows[i], "score": round(float(scores[i]), 4)} for i in scores if i in rows]
         if collection == "products":
             out = self._with_popularity(org_id, out)
-            if sort == "popularity":
+            if sort == "popularity" and out:
+                # Popular among the relevant: "top tents" must not surface a popular jacket.
+                floor = out[0]["score"] * RELEVANCE_FLOOR
+                out = [r for r in out if r["score"] >= floor]
                 out.sort(key=lambda r: (-r["interactions"]["total"], -r["score"]))
         return out[:k]
 

@@ -22,6 +22,7 @@ from models.messages import ToolSpec
 
 Channel = Literal["web", "cctv", "social"]
 _SNIPPET = 400
+MAX_ROWS = 10  # rows a tool hands the model: more only slows a small model down
 
 
 @dataclass(frozen=True)
@@ -106,7 +107,7 @@ async def _search(ctx: ToolContext, collection: str, query: str, k: int, **kw: A
 
 async def search_products(args: ProductArgs, ctx: ToolContext) -> ToolOutput:
     sort = "popularity" if not args.query.strip() else args.sort
-    hits = await _search(ctx, "products", args.query, args.limit, sort=sort)
+    hits = await _search(ctx, "products", args.query, min(args.limit, MAX_ROWS), sort=sort)
     rows = [{"id": h["id"], "title": h["title"], "category": h["category"], "price": h["price"],
              "interactions": h["interactions"]["total"]} for h in hits]  # fmt: skip
     return ToolOutput(
@@ -118,7 +119,7 @@ async def search_products(args: ProductArgs, ctx: ToolContext) -> ToolOutput:
 async def search_interactions(args: InteractionArgs, ctx: ToolContext) -> ToolOutput:
     since, until = await _window(ctx, args.since, args.until)
     flt = SearchFilter(channel=args.channel, since=since, until=until)
-    hits = await _search(ctx, "interactions", args.query, args.limit, flt=flt)
+    hits = await _search(ctx, "interactions", args.query, min(args.limit, MAX_ROWS), flt=flt)
     rows = [{"id": h["id"], "channel": h["channel"], "date": _day(h["occurred_at"]),
              "text": h["text"][:_SNIPPET]} for h in hits]  # fmt: skip
     return ToolOutput(
@@ -132,7 +133,7 @@ async def search_interactions(args: InteractionArgs, ctx: ToolContext) -> ToolOu
 
 async def search_patterns(args: PatternArgs, ctx: ToolContext) -> ToolOutput:
     since, _ = await _window(ctx, args.since, None)
-    hits = await _search(ctx, "patterns", args.query, args.limit,
+    hits = await _search(ctx, "patterns", args.query, min(args.limit, MAX_ROWS),
                          flt=SearchFilter(pattern_type=args.type, since=since))  # fmt: skip
     rows = [{"id": h["id"], "type": h["type"], "title": h["title"], "description": h["description"][:_SNIPPET],
              "detected": _day(h["detected_at"]), "confidence": h["confidence"]} for h in hits]  # fmt: skip
