@@ -121,7 +121,9 @@ class AgentSettings(_Section):
         True, description="Answer greetings and thanks without offering tools (small models)."
     )
     route_counts: bool = Field(
-        True, description="Count questions call get_interaction_summary first (small models)."
+        True,
+        description="Count questions call get_interaction_summary first, questions about the "
+        "company search_org_context first (small models).",
     )
 
 

@@ -411,3 +411,29 @@ def test_a_malformed_routed_count_call_still_runs_the_summary(demo):
         answer.tool_steps[0]["name"] == "get_interaction_summary"
         and f"**{social:,}**" in answer.content
     )
+
+
+@pytest.mark.parametrize(
+    ("message", "org"),
+    [("What is our refund policy?", True), ("Tell me about our company", True), ("Who are our main competitors?", True),
+     ("Where are our store locations?", True), ("How many returns did we get online?", False),
+     ("Show me recent web interactions", False), ("Which tents sell best?", False)],
+)  # fmt: skip
+def test_org_router(message, org):
+    from crow.agent.router import is_org_question
+
+    assert is_org_question(message) is org
+
+
+def test_a_company_question_searches_the_knowledge_base_first(demo):
+    from models.messages import NamedToolChoice
+
+    model = ScriptedChatModel(
+        [call("search_org_context", query="refund policy"), AssistantTurn(text="60 days.")]
+    )
+    answer = run(
+        Agent(model, AgentConfig(route_counts=True)), ctx_for(demo), "What is our refund policy?"
+    )
+    model.assert_complete()
+    assert model.calls[0].params.tool_choice == NamedToolChoice(name="search_org_context")
+    assert model.calls[1].tools == () and answer.sources[0].type == "org_context"

@@ -18,7 +18,12 @@ from typing import Any
 from crow.agent.compose import ECHO_STOPS, compose, count_is_wrong, looks_unusable
 from crow.agent.context import ToolContext
 from crow.agent.grounding import fill_arguments, ground_arguments
-from crow.agent.router import is_count_question, is_small_talk, wants_more_than_a_count
+from crow.agent.router import (
+    is_count_question,
+    is_org_question,
+    is_small_talk,
+    wants_more_than_a_count,
+)
 from crow.agent.sources import Source, select_sources, with_footnotes
 from crow.agent.tools import TOOLS, TOOLS_BY_NAME, Tool
 from models.chat import ChatModel
@@ -131,13 +136,16 @@ class Agent:
             }
             return
         first: ToolChoice = "auto"
-        count_only = False
+        answer_after: str | None = None  # the one tool whose result is all the answer needs
         if self.config.route_counts and is_count_question(question):
             first = NamedToolChoice(name="get_interaction_summary")
-            count_only = not wants_more_than_a_count(question)
+            answer_after = None if wants_more_than_a_count(question) else first.name
+        elif self.config.route_counts and is_org_question(question):
+            first = NamedToolChoice(name="search_org_context")
+            answer_after = first.name
         for iteration in range(1, self.config.max_iterations + 1):
-            if count_only and any(name == "get_interaction_summary" for name, _ in run.outputs):
-                # The summary is all a plain count needs: answer from it now.
+            if answer_after and any(name == answer_after for name, _ in run.outputs):
+                # The routed tool's result is all the answer needs: answer from it now.
                 text = (await self._step(run, tools=False)).text
                 yield {"type": "final", "text": text, "iterations": iteration}
                 return
@@ -150,7 +158,10 @@ class Agent:
             ):
                 # The routed call came out malformed: its arguments are all optional, and the
                 # ones the question states are filled in from the question itself.
-                turn = AssistantTurn(tool_calls=(ToolCall(id="routed", name=choice.name),))
+                args = {} if choice.name == "get_interaction_summary" else {"query": question}
+                turn = AssistantTurn(
+                    tool_calls=(ToolCall(id="routed", name=choice.name, arguments=args),)
+                )
             if turn.invalid_tool_calls and not turn.tool_calls:
                 run.messages.append(turn.to_message())
                 run.messages.append(

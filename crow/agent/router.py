@@ -58,3 +58,25 @@ _SEARCH = re.compile(
 def wants_more_than_a_count(message: str) -> bool:
     """A count question that also asks to see or find things (needs a second tool)."""
     return _SEARCH.search(message) is not None
+
+
+_ORG_TOPICS = re.compile(
+    r"\b(polic(y|ies)|returns?|refunds?|shipping|delivery|privacy|mission|values|target market|"
+    r"competitors?|competition|locations?|opening hours|hours|loyalty|rewards|membership|"
+    r"sustainability|founded|history|headquarters|employees|revenue|warranty|repairs?|"
+    r"gift cards?|price match|careers?|guide)\b",
+    re.I,
+)
+_ABOUT_US = re.compile(
+    r"\b(about (us|our company|the company|ourselves)|our company|who we are|our business)\b", re.I
+)
+
+
+def is_org_question(message: str) -> bool:
+    """A question the company's own knowledge base answers (policies, profile, market...)."""
+    if is_count_question(message):
+        return False
+    return bool(_ABOUT_US.search(message)) or (
+        bool(_ORG_TOPICS.search(message))
+        and re.search(r"\b(our|we|us|your|you)\b", message, re.I) is not None
+    )
