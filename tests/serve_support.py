@@ -71,10 +71,10 @@ def wait_until(check, timeout: float = 90.0, what: str = "the app did not come u
 
 
 @contextlib.contextmanager
-def serve_config_app(var: Path, factory: str, **args: Any) -> Iterator[str]:
+def serve_config_app(var: Path, factory: str | None, **args: Any) -> Iterator[str]:
     """serve_config.yaml as `serve run` deploys it (deployment options included), with its
-    args pointed at `var`, the scripted model `factory` and `args`; on a private local Ray
-    instance that is shut down on exit. Yields the base URL."""
+    args pointed at `var`, the scripted model `factory` (None: the configured real model) and
+    `args`; on a private local Ray instance that is shut down on exit. Yields the base URL."""
     import httpx
     import ray
     import yaml
@@ -86,8 +86,10 @@ def serve_config_app(var: Path, factory: str, **args: Any) -> Iterator[str]:
     port = free_port()
     config["http_options"] = {**config["http_options"], "port": port}
     app = config["applications"][0]
-    app["args"] = {**app["args"], "var_dir": str(var), "reindex": {"index_missing_on_start": False},
-                   "llm": {"backend": "custom", "factory": factory}, **args}  # fmt: skip
+    app["args"] = {**app["args"], "var_dir": str(var), "reindex": {"index_missing_on_start": False}}
+    if factory is not None:
+        app["args"]["llm"] = {"backend": "custom", "factory": factory}
+    app["args"].update(args)
     schema = ServeDeploySchema.model_validate(config)
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
              namespace="serve")  # fmt: skip

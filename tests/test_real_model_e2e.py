@@ -9,13 +9,12 @@ from pathlib import Path
 
 import httpx
 import pytest
-import yaml
 
 from crow.datalake import DataLake
 from crow.indexing import INDEX_COLLECTIONS, build_index
 from indexes.store import IndexStore
 from jobs.seed_demo import main as seed
-from tests.test_serve_app import _free_port, _wait_until
+from tests.serve_support import serve_config_app
 
 pytestmark = [pytest.mark.real_model, pytest.mark.serve]
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,10 +24,6 @@ H = {"X-Organization-Id": ORG}
 
 @pytest.fixture(scope="module")
 def app_url(tmp_path_factory):
-    import ray
-    from ray import serve
-
-    from deployments.graph import build_app
     from models.embedder import SentenceTransformerEmbedder
 
     var = tmp_path_factory.mktemp("var")
@@ -44,24 +39,13 @@ def app_url(tmp_path_factory):
             "2000",
         ]
     )
-    app_config = yaml.safe_load((ROOT / "serve_config.yaml").read_text())["applications"][0]
-    args = {**app_config["args"], "var_dir": str(var), "reindex": {"index_missing_on_start": False},
-            "model_cache": str(ROOT / "var" / "models")}  # the assembled GGUF, reused  # fmt: skip
     embedder = SentenceTransformerEmbedder("all-MiniLM-L6-v2")
     lake, store = DataLake(var / "data"), IndexStore(var / "indexes")
     for collection in INDEX_COLLECTIONS:
         build_index(lake, store, embedder.embed, ORG, collection, model=embedder.name)
-    port = _free_port()
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        serve.start(http_options={"host": "127.0.0.1", "port": port})
-        serve.run(build_app(args), name="crow", route_prefix="/")
-        url = f"http://127.0.0.1:{port}"
-        _wait_until(lambda: httpx.get(f"{url}/ready").status_code == 200, timeout=300)
+    # The real local model of serve_config.yaml; the GGUF assembled once under var/models.
+    with serve_config_app(var, None, model_cache=str(ROOT / "var" / "models")) as url:
         yield url
-    finally:
-        serve.shutdown()
-        ray.shutdown()
 
 
 def ask(url: str, question: str) -> dict:

@@ -3,63 +3,24 @@
 from __future__ import annotations
 
 import json
-import socket
-import time
 from pathlib import Path
 
 import httpx
 import pytest
-import yaml
 
 from jobs.seed_demo import main as seed
+from tests.serve_support import serve_config_app
 
 pytestmark = pytest.mark.serve
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_until(check, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            if result := check():
-                return result
-        except httpx.HTTPError:
-            pass
-        if time.monotonic() > deadline:
-            raise TimeoutError("the app did not come up")
-        time.sleep(0.25)
-
-
 @pytest.fixture(scope="module")
 def app_url(tmp_path_factory):
-    import ray
-    from ray import serve
-
-    from deployments.graph import build_app
-
     var = tmp_path_factory.mktemp("var")
     seed(["--data-root", str(var / "data"), "--end", "2026-11-29", "--org", "acme-outdoor"])
-    config = yaml.safe_load((ROOT / "serve_config.yaml").read_text())
-    app_config = config["applications"][0]
-    args = {**app_config["args"], "var_dir": str(var), "reindex": {"index_missing_on_start": False},
-            "llm": {"backend": "custom", "factory": "tests.serve_support:rule_model"}}  # fmt: skip
-    port = _free_port()
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        serve.start(http_options={"host": "127.0.0.1", "port": port})
-        serve.run(build_app(args), name=app_config["name"], route_prefix=app_config["route_prefix"])
-        url = f"http://127.0.0.1:{port}"
-        _wait_until(lambda: httpx.get(f"{url}/health").status_code == 200)
+    with serve_config_app(var, "tests.serve_support:rule_model") as url:
         yield url
-    finally:
-        serve.shutdown()
-        ray.shutdown()
 
 
 def test_health_ready_and_docs_through_the_serve_proxy(app_url):
