@@ -125,6 +125,12 @@ class AgentSettings(_Section):
         description="Count questions call get_interaction_summary first, questions about the "
         "company search_org_context first (small models).",
     )
+    router: Literal["off", "advisory", "force"] = Field(
+        "force",
+        description="Semantic intent router (crow.agent.intent): 'force' calls the routed tools "
+        "and answers from them (small models), 'advisory' names them to the model as a hint, "
+        "'off' leaves the choice to the model (strong models).",
+    )
 
 
 class SearchSettings(_Section):

@@ -28,14 +28,7 @@ class OrchestratorDeployment(ChatService):
             retriever=HandleProxy(retriever), analytics=HandleProxy(analytics),
             org_names={o["id"]: o["name"] for o in DataLake(s.data_dir).list_orgs()},
         )  # fmt: skip
-        agent = Agent(
-            chat_model_for(llm, s),
-            AgentConfig(max_iterations=s.limits.max_iterations, tool_timeout_s=s.timeouts.tool_s,
-                        model_timeout_s=s.timeouts.model_s, max_tokens=s.llm.max_tokens,
-                        ground_arguments=s.agent.ground_arguments,
-                        route_small_talk=s.agent.route_small_talk,
-                        route_counts=s.agent.route_counts),
-        )  # fmt: skip
+        agent = Agent(chat_model_for(llm, s), AgentConfig.from_settings(s))
         super().__init__(
             services, agent, history_messages=s.limits.history_messages, metrics=RayMetrics()
         )

@@ -13,11 +13,12 @@ import logging
 import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from crow.agent.compose import ECHO_STOPS, compose, count_is_wrong, looks_unusable
 from crow.agent.context import ToolContext
 from crow.agent.grounding import fill_arguments, ground_arguments
+from crow.agent.intent import IntentRouter, Route
 from crow.agent.router import (
     is_count_question,
     is_org_question,
@@ -38,6 +39,9 @@ from models.messages import (
 )
 from models.toolparse import retry_message
 
+if TYPE_CHECKING:
+    from crow.settings import AppSettings
+
 log = logging.getLogger(__name__)
 
 
@@ -54,6 +58,17 @@ class AgentConfig:
     """Answer greetings and thanks without offering tools (small models call one anyway)."""
     route_counts: bool = False
     """Make get_interaction_summary the first call of a count question."""
+    router: Literal["off", "advisory", "force"] = "off"
+    """The semantic intent router: call the routed tools ("force"), or name them as a hint."""
+
+    @classmethod
+    def from_settings(cls, s: AppSettings) -> AgentConfig:
+        return cls(
+            max_iterations=s.limits.max_iterations, tool_timeout_s=s.timeouts.tool_s,
+            model_timeout_s=s.timeouts.model_s, max_tokens=s.llm.max_tokens,
+            ground_arguments=s.agent.ground_arguments, route_small_talk=s.agent.route_small_talk,
+            route_counts=s.agent.route_counts, router=s.agent.router,
+        )  # fmt: skip
 
 
 @dataclass
@@ -75,6 +90,8 @@ class _Run:
     steps: list[dict[str, Any]] = field(default_factory=list)
     model_s: float = 0.0
     tools_s: float = 0.0
+    route_s: float = 0.0
+    route: Route | None = None
 
 
 class Agent:
@@ -84,6 +101,7 @@ class Agent:
         self.config = config or AgentConfig()
         self.tools = {t.name: t for t in tools}
         self.specs = [t.spec for t in tools]
+        self.router = IntentRouter()
 
     async def run(self, messages: list[Message], ctx: ToolContext) -> AgentAnswer:
         answer = None
@@ -119,6 +137,7 @@ class Agent:
         answer = AgentAnswer(
             content=with_footnotes(text, sources), sources=sources, tool_steps=run.steps,
             timings={"model_s": round(run.model_s, 3), "tools_s": round(run.tools_s, 3),
+                     "route_s": round(run.route_s, 3),
                      "total_s": round(time.perf_counter() - started, 3)},
             fallback=fallback, iterations=iterations,
         )  # fmt: skip
@@ -135,6 +154,13 @@ class Agent:
                 "iterations": 1,
             }
             return
+        route = await self._route(run, ctx, question)
+        if route is not None and self.config.router == "force":
+            async for event in self._follow(run, ctx, route, question):
+                yield event
+            return
+        if route is not None and self.config.router == "advisory":
+            run.messages.append(Message.system(_hint(route)))
         first: ToolChoice = "auto"
         answer_after: str | None = None  # the one tool whose result is all the answer needs
         if self.config.route_counts and is_count_question(question):
@@ -179,6 +205,45 @@ class Agent:
                 yield {"type": "tool_call_started", "name": call.name, "arguments": call.arguments}
             for step in await self._run_tools(fresh, run, ctx):
                 yield {"type": "tool_call_finished", **step}
+
+    async def _route(self, run: _Run, ctx: ToolContext, question: str) -> Route | None:
+        """The router's intents for the question; None when it is off, unsure or fails."""
+        if self.config.router == "off" or not question.strip():
+            return None
+        started = time.perf_counter()
+        try:
+            async with asyncio.timeout(self.config.tool_timeout_s):
+                route = await self.router.route(question, ctx.embedder.embed)
+        except Exception as exc:  # the router only helps; the model can still choose
+            log.warning("intent router failed (%s); the model chooses the tools", exc)
+            return None
+        finally:
+            run.route_s += time.perf_counter() - started
+        run.route = route
+        return None if route.abstained else route
+
+    async def _follow(
+        self, run: _Run, ctx: ToolContext, route: Route, question: str
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Call the routed tools in order (the model writes the search arguments), then answer."""
+        for n, name in enumerate(route.tools, start=1):
+            if name == "get_interaction_summary":  # its filters are all in the question
+                arguments, _ = fill_arguments(name, question, {})
+                call = ToolCall(id=f"route-{n}", name=name, arguments=arguments)
+            else:
+                turn = await self._step(run, tools=True, choice=NamedToolChoice(name=name))
+                named = [c for c in turn.tool_calls if c.name == name]
+                call = (
+                    named[0]
+                    if named
+                    else ToolCall(id=f"route-{n}", name=name, arguments={"query": question})
+                )
+            run.messages.append(Message.assistant("", (call,)))
+            yield {"type": "tool_call_started", "name": call.name, "arguments": call.arguments}
+            for step in await self._run_tools([call], run, ctx):
+                yield {"type": "tool_call_finished", **step}
+        text = (await self._step(run, tools=False)).text
+        yield {"type": "final", "text": text, "iterations": len(route.tools) + 1}
 
     async def _step(self, run: _Run, *, tools: bool, choice: ToolChoice = "auto") -> AssistantTurn:
         params = ModelParams(
@@ -260,6 +325,11 @@ def _fresh_calls(calls: Sequence[ToolCall], seen: set[str]) -> list[ToolCall]:
             seen.add(key)
             fresh.append(call)
     return fresh
+
+
+def _hint(route: Route) -> str:
+    tools = ", ".join(route.tools) or "no tool (answer directly)"
+    return f"Routing hint (may be wrong; follow the question): likely tools: {tools}."
 
 
 def _escape(text: str) -> str:

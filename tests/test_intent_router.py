@@ -1,0 +1,146 @@
+"""The intent router: its cue words, its accuracy with the real MiniLM on the regression
+set, and how the agent loop follows it ("force"), hints with it ("advisory") or ignores it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from crow.agent.intent import IntentRouter, Route, refine, split_clauses
+from crow.agent.loop import Agent, AgentConfig
+from crow.services import ThreadProxy
+from models.messages import AssistantTurn, InvalidToolCall, NamedToolChoice
+from models.testing import ScriptedChatModel
+from tests.demo_env import build_demo_env
+from tests.test_agent_loop import call, ctx_for, run
+
+REGRESSION = Path(__file__).resolve().parents[1] / "benchmarks" / "regression_questions.jsonl"
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    return build_demo_env(tmp_path_factory.mktemp("var"))
+
+
+def test_two_questions_in_one_request_are_split_into_clauses():
+    assert split_clauses("How many web visits did we get, and what did people buy?") == [
+        "How many web visits did we get",
+        "what did people buy",
+    ]
+    assert split_clauses("Find tents and sleeping bags") == []  # one question, two things
+
+
+def test_cue_words_refine_what_the_examples_voted():
+    # one question asking for a number: the summary answers it, not a search
+    assert refine("How many web interactions last week?", {"interactions"}, []) == ("count",)
+    # "find ... events" wants the events themselves
+    assert refine("Find camera events at the Bend store", {"count"}, []) == ("interactions",)
+    # patterns in a channel are patterns; patterns about popular products need both
+    assert refine("Which trends show up in camera data?", {"interactions"}, []) == ("patterns",)
+    assert refine("What patterns touch our best-selling kayaks?", {"products"}, []) == (
+        "products",
+        "patterns",
+    )
+    # a count of stores is the knowledge base's, not the summary's
+    assert refine("How many stores do we have?", {"org"}, []) == ("org",)
+
+
+@pytest.mark.real_model
+def test_router_picks_the_regression_sets_tools_with_the_real_embedder():
+    from models.embedder import SentenceTransformerEmbedder
+
+    embedder = ThreadProxy(SentenceTransformerEmbedder("all-MiniLM-L6-v2", device="cpu"))
+    questions = [json.loads(line) for line in REGRESSION.read_text().splitlines() if line]
+    router = IntentRouter()
+
+    async def route_all() -> list[Route]:
+        return [await router.route(q["query"], embedder.embed) for q in questions]
+
+    routes = asyncio.run(route_all())
+    right = [
+        sorted(r.tools) == sorted(q["expect_tools"]) for r, q in zip(routes, questions, strict=True)
+    ]
+    misses = [q["query"] for q, ok in zip(questions, right, strict=True) if not ok]
+    assert len(questions) >= 30 and sum(right) / len(right) >= 0.9, misses
+    greetings = [r for r, q in zip(routes, questions, strict=True) if q["kind"] == "greeting"]
+    assert all(r.small_talk for r in greetings)
+
+
+class FixedRouter(IntentRouter):
+    def __init__(self, route: Route | Exception) -> None:
+        super().__init__()
+        self.fixed = route
+
+    async def route(self, question, embed):
+        if isinstance(self.fixed, Exception):
+            raise self.fixed
+        return self.fixed
+
+
+def agent_with(model, route, mode="force") -> Agent:
+    agent = Agent(model, AgentConfig(router=mode))
+    agent.router = FixedRouter(route)
+    return agent
+
+
+def test_forced_count_calls_the_summary_with_the_questions_filters_and_one_model_call(demo):
+    model = ScriptedChatModel([AssistantTurn(text="You had 1,234 web interactions.")])
+    agent = agent_with(model, Route(("count",), 0.8))
+    answer = run(agent, ctx_for(demo), "How many web interactions did we have last week?")
+    model.assert_complete()
+    (step,) = answer.tool_steps
+    assert step["name"] == "get_interaction_summary"
+    assert step["arguments"] == {"channel": "web", "since": "last week"}
+    assert model.calls[0].params.tool_choice == "none"  # the answer is written without tools
+    assert model.calls[0].messages[-1].role == "tool"
+
+
+def test_forced_searches_use_the_models_arguments_or_the_question(demo):
+    model = ScriptedChatModel([
+        AssistantTurn(invalid_tool_calls=(InvalidToolCall(id="x", name="search_products", raw="{", reason="bad json"),)),
+        call("search_patterns", query="tent trends"),
+        AssistantTurn(text="Here is what I found."),
+    ])  # fmt: skip
+    agent = agent_with(model, Route(("products", "patterns"), 0.7))
+    question = "Which patterns involve our best-selling tents?"
+    answer = run(agent, ctx_for(demo), question)
+    model.assert_complete()
+    assert [c.params.tool_choice for c in model.calls[:2]] == [
+        NamedToolChoice(name="search_products"),
+        NamedToolChoice(name="search_patterns"),
+    ]
+    by_name = {s["name"]: s for s in answer.tool_steps}
+    assert by_name["search_products"]["arguments"]["query"] == question  # malformed: the question
+    assert by_name["search_patterns"]["arguments"]["query"] == "tent trends"
+    assert all(s["ok"] for s in answer.tool_steps) and answer.sources
+
+
+def test_routed_small_talk_gets_a_short_answer_without_tools_or_footnotes(demo):
+    model = ScriptedChatModel([AssistantTurn(text="Hi! What would you like to know?")])
+    answer = run(agent_with(model, Route(("chat",), 0.9)), ctx_for(demo), "Hey, good to see you")
+    assert model.calls[0].tools == () and model.calls[0].params.tool_choice == "none"
+    assert answer.tool_steps == [] and answer.sources == [] and "[1]" not in answer.content
+
+
+@pytest.mark.parametrize("route", [Route((), 0.2), RuntimeError("embedder down")])
+def test_an_unsure_or_failing_router_leaves_the_choice_to_the_model(demo, route):
+    model = ScriptedChatModel([call("search_products", query="tent"), AssistantTurn(text="ok")])
+    answer = run(agent_with(model, route), ctx_for(demo), "tents?")
+    model.assert_complete()
+    assert model.calls[0].params.tool_choice == "auto"
+    assert [s["name"] for s in answer.tool_steps] == ["search_products"]
+
+
+def test_advisory_router_only_hints_and_the_model_still_chooses(demo):
+    model = ScriptedChatModel(
+        [call("search_interactions", query="tents"), AssistantTurn(text="ok")]
+    )
+    agent = agent_with(model, Route(("products",), 0.7), mode="advisory")
+    answer = run(agent, ctx_for(demo), "tents?")
+    first = model.calls[0]
+    assert first.params.tool_choice == "auto" and len(first.tools) == 5
+    assert first.messages[-1].role == "system" and "search_products" in first.messages[-1].content
+    assert [s["name"] for s in answer.tool_steps] == ["search_interactions"]
