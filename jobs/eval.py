@@ -1,13 +1,14 @@
 """Evaluate the agent on a question file: tool selection, grounding, fallbacks, latency.
 
     python -m jobs.eval [--eval-file ../shared/evals/queries.jsonl] [--org acme-outdoor]
-                        [--out var/eval/results.json] [--limit N]
+                        [--out var/eval/results.json] [--limit N] [--peer]
 
 Each line: {"id", "query", "kind", "expect_tools": [...]}. A question counts as a correct
 tool selection when the set of tools the agent called equals ``expect_tools`` (greetings:
 no tool at all). Grounding: a count question's answer states the summary tool's total, and
 every footnote points to a source a tool returned. The file only measures: nothing here
-feeds questions or answers back into prompts.
+feeds questions or answers back into prompts. ``--peer`` asks a pydantic-ai agent each
+question too, with the same model and tools, and writes both side by side.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import statistics
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -59,10 +62,13 @@ def grade(question: dict[str, Any], answer: Any, summary_total: int | None) -> d
     grounded = None
     if question["kind"] == "count":
         grounded = summary_total is not None and summary_total in _numbers(answer.content)
+    error = getattr(answer, "error", None)  # an agent that failed answered nothing: a miss
+    if error is not None and grounded:
+        grounded = False
     return {
         "id": question["id"], "kind": question["kind"], "query": question["query"],
-        "expected": expected, "called": called, "tools_ok": called == expected,
-        "grounded": grounded, "footnotes": len(notes),
+        "expected": expected, "called": called, "tools_ok": called == expected and error is None,
+        "grounded": grounded, "error": error, "footnotes": len(notes),
         "invalid_footnotes": len(notes) - len(returned) if len(notes) > len(returned) else 0,
         "fallback": answer.fallback, "latency_s": answer.timings["total_s"],
         "answer": answer.content[:500],
@@ -85,6 +91,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
             else None,
             "invalid_footnotes": sum(r["invalid_footnotes"] for r in items),
             "fallback_rate": round(sum(r["fallback"] is not None for r in items) / len(items), 3),
+            "errors": sum(r.get("error") is not None for r in items),
             "latency_p50_s": round(statistics.median(latencies), 2),
             "latency_p99_s": round(
                 latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))], 2
@@ -93,47 +100,105 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-async def evaluate(
-    model: ChatModel, questions: list[dict[str, Any]], settings: AppSettings, org_id: str,
-    *, embedder: Any, progress: bool = True,
-) -> dict[str, Any]:  # fmt: skip
+@dataclass(frozen=True)
+class EvalEnv:
+    """One org's data and tool services, in this process: what every agent under test uses."""
+
+    org_id: str
+    org_name: str
+    embedder: Any
+    search: SearchService
+    analytics: Analytics
+
+    def context(self) -> ToolContext:
+        """A fresh per-question tool context, as the chat service builds one per request."""
+        return ToolContext(
+            self.org_id, ThreadProxy(self.embedder), ThreadProxy(self.search),
+            ThreadProxy(self.analytics),
+        )  # fmt: skip
+
+
+def prepare(settings: AppSettings, org_id: str, *, embedder: Any) -> EvalEnv:
+    """The org's services, its missing indexes built first (in this process)."""
     lake = DataLake(settings.data_dir)
     index_store = IndexStore(settings.index_dir)
-    for collection in INDEX_COLLECTIONS:  # build what is missing, in this process
+    for collection in INDEX_COLLECTIONS:
         if index_store.current(org_id, collection) is None:
             build_index(
                 lake, index_store, embedder.embed, org_id, collection, model=settings.embedder.model
             )
-    search, analytics = SearchService(lake, index_store), Analytics(lake)
-    agent = Agent(model, AgentConfig(max_iterations=settings.limits.max_iterations,
-                                     model_timeout_s=settings.timeouts.model_s, tool_timeout_s=settings.timeouts.tool_s,
-                                     ground_arguments=settings.agent.ground_arguments,
-                                     route_small_talk=settings.agent.route_small_talk,
-                                     route_counts=settings.agent.route_counts))  # fmt: skip
     org_name = next((o["name"] for o in lake.list_orgs() if o["id"] == org_id), org_id)
+    return EvalEnv(org_id, org_name, embedder, SearchService(lake, index_store), Analytics(lake))
+
+
+def crow_agent(model: ChatModel, settings: AppSettings) -> Agent:
+    """Ask CROW's loop, configured as the app configures it."""
+    return Agent(model, AgentConfig.from_settings(settings))
+
+
+Answerer = Callable[[list[Message], ToolContext], Awaitable[Any]]
+"""An agent under test: (system + user messages, tool context) -> an answer with ``content``,
+``tool_steps``, ``sources``, ``fallback`` and ``timings``."""
+
+
+async def evaluate_question(
+    answerer: Answerer, question: dict[str, Any], env: EvalEnv
+) -> dict[str, Any]:
+    """Ask one question the way the app does, time the answer and grade it."""
+    ctx = env.context()
+    messages = [
+        Message.system(system_prompt(env.org_name, today=await ctx.anchor())),
+        Message.user(question["query"]),
+    ]
+    started = time.perf_counter()
+    answer = await answerer(messages, ctx)
+    answer.timings["total_s"] = round(time.perf_counter() - started, 3)
+    summary = env.analytics.interaction_summary(env.org_id)
+    row = grade(question, answer, summary["total"])
+    if row["grounded"] is False and row["error"] is None:  # a channel count is grounded too
+        row["grounded"] = bool(_numbers(answer.content) & set(summary["by_channel"].values()))
+    return row
+
+
+def progress_line(n: int, total: int, row: dict[str, Any], label: str = "") -> str:
+    mark = "ok " if row["tools_ok"] else "MISS"
+    return (f"[{n}/{total}] {label}{mark} {row['kind']:<8} {row['latency_s']:6.1f}s "
+            f"{row['query'][:50]!r} -> {row['called']}")  # fmt: skip
+
+
+async def evaluate(
+    model: ChatModel, questions: list[dict[str, Any]], settings: AppSettings, org_id: str,
+    *, embedder: Any, progress: bool = True,
+) -> dict[str, Any]:  # fmt: skip
+    env = prepare(settings, org_id, embedder=embedder)
+    agent = crow_agent(model, settings)
     rows = []
     for n, question in enumerate(questions, start=1):
-        ctx = ToolContext(
-            org_id, ThreadProxy(embedder), ThreadProxy(search), ThreadProxy(analytics)
-        )
-        messages = [
-            Message.system(system_prompt(org_name, today=await ctx.anchor())),
-            Message.user(question["query"]),
-        ]
-        started = time.perf_counter()
-        answer = await agent.run(messages, ctx)
-        answer.timings["total_s"] = round(time.perf_counter() - started, 3)
-        total = analytics.interaction_summary(org_id)["total"]
-        channel_totals = analytics.interaction_summary(org_id)["by_channel"]
-        row = grade(question, answer, total)
-        if question["kind"] == "count" and not row["grounded"]:  # a channel count is grounded too
-            row["grounded"] = bool(_numbers(answer.content) & set(channel_totals.values()))
-        rows.append(row)
+        rows.append(await evaluate_question(agent.run, question, env))
         if progress:
-            mark = "ok " if row["tools_ok"] else "MISS"
-            print(f"[{n}/{len(questions)}] {mark} {row['kind']:<8} {row['latency_s']:6.1f}s "
-                  f"{question['query'][:50]!r} -> {row['called']}", flush=True)  # fmt: skip
+            print(progress_line(n, len(questions), rows[-1]), flush=True)
     return {"org": org_id, "rows": rows, "summary": summarize(rows)}
+
+
+def real_models(settings: AppSettings) -> tuple[ChatModel, Any]:
+    """The configured chat model (loaded) and embedder, as the app runs them."""
+    from deployments.llm import make_chat_model
+    from models.embedder import SentenceTransformerEmbedder
+
+    e = settings.embedder
+    embedder = SentenceTransformerEmbedder(e.model, device=e.device, batch_size=e.batch_size)
+    return make_chat_model(settings.llm, settings), embedder
+
+
+def summary_table(summary: dict[str, Any]) -> str:
+    lines = [
+        f"{'kind':<10}{'n':>4}{'tools':>8}{'grounded':>10}{'fallback':>10}{'p50 s':>8}{'p99 s':>8}"
+    ]
+    for kind, s in summary.items():
+        grounded = "-" if s["grounding"] is None else f"{s['grounding']:.2f}"
+        lines.append(f"{kind:<10}{s['n']:>4}{s['tool_accuracy']:>8.2f}{grounded:>10}{s['fallback_rate']:>10.2f}"
+                     f"{s['latency_p50_s']:>8.1f}{s['latency_p99_s']:>8.1f}")  # fmt: skip
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -145,30 +210,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", type=Path, default=Path("serve_config.yaml"))
     parser.add_argument("--out", type=Path, default=Path("var/eval/results.json"))
     parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--peer", action="store_true",
+                        help="compare with a pydantic-ai agent on the same questions, model and tools "
+                             "(benchmarks/agent_compare.py; needs the dev extra)")  # fmt: skip
     args = parser.parse_args(argv)
     settings = (
         AppSettings.from_serve_config(args.config) if args.config.is_file() else AppSettings()
     )
     questions = load_questions(args.eval_file)[: args.limit]
+    model, embedder = real_models(settings)
+    if args.peer:
+        from benchmarks.agent_compare import compare, text_table
 
-    from deployments.llm import make_chat_model
-    from models.embedder import SentenceTransformerEmbedder
-
-    e = settings.embedder
-    embedder = SentenceTransformerEmbedder(e.model, device=e.device, batch_size=e.batch_size)
-    model = make_chat_model(settings.llm, settings)
-    result = asyncio.run(evaluate(model, questions, settings, args.org, embedder=embedder))
-    result["eval_file"] = str(args.eval_file)
+        result = asyncio.run(compare(model, questions, settings, args.org, embedder=embedder,
+                                     eval_file=str(args.eval_file)))  # fmt: skip
+        table = text_table(result)
+    else:
+        result = asyncio.run(evaluate(model, questions, settings, args.org, embedder=embedder))
+        result["eval_file"] = str(args.eval_file)
+        table = summary_table(result["summary"])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))
-    print(
-        f"\n{'kind':<10}{'n':>4}{'tools':>8}{'grounded':>10}{'fallback':>10}{'p50 s':>8}{'p99 s':>8}"
-    )
-    for kind, s in result["summary"].items():
-        grounded = "-" if s["grounding"] is None else f"{s['grounding']:.2f}"
-        print(f"{kind:<10}{s['n']:>4}{s['tool_accuracy']:>8.2f}{grounded:>10}{s['fallback_rate']:>10.2f}"
-              f"{s['latency_p50_s']:>8.1f}{s['latency_p99_s']:>8.1f}")  # fmt: skip
-    print(f"\nresults: {args.out}")
+    print(f"\n{table}\n\nresults: {args.out}")
     return 0
 
 

@@ -18,9 +18,11 @@ from models.errors import ModelError, ModelOverloaded, ModelTimeout, ModelUnavai
 from models.messages import ModelParams, TextDelta, ToolCallDone, TurnDone
 from models.openai_wire import (
     WireFormatError,
+    attempted_calls_to_wire,
     call_to_wire,
     chunk,
     completion_response,
+    finish_reason_to_wire,
     messages_from_wire,
     new_chunk_id,
     params_from_wire,
@@ -99,7 +101,16 @@ async def _sse(
                 index += 1
                 yield _data(chunk(chunk_id, model_name, {"tool_calls": [call]}))
             elif isinstance(event, TurnDone):
-                final = chunk(chunk_id, model_name, {}, finish_reason=event.turn.finish_reason)
+                text, wrong = attempted_calls_to_wire(event.turn)
+                if text:
+                    yield _data(chunk(chunk_id, model_name, {"content": text}))
+                for call in wrong:
+                    yield _data(
+                        chunk(chunk_id, model_name, {"tool_calls": [{"index": index, **call}]})
+                    )
+                    index += 1
+                finish = finish_reason_to_wire(event.turn, has_calls=index > 0)
+                final = chunk(chunk_id, model_name, {}, finish_reason=finish)
                 yield _data(final)
                 yield _data(
                     {

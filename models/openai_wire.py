@@ -21,8 +21,10 @@ from models.messages import (
     ToolChoice,
     ToolSpec,
 )
+from models.toolparse import written_arguments
 
 _FINISH = {"stop": "stop", "length": "length", "tool_calls": "tool_calls"}
+_TOOL_FIELDS = ("name", "description", "parameters")
 
 
 class WireFormatError(ValueError):
@@ -158,8 +160,11 @@ def tools_from_wire(items: Sequence[Mapping[str, Any]]) -> list[ToolSpec]:
     tools = []
     for item in items:
         function = item.get("function") or {}
+        # OpenAI's function object may also carry `strict` (schema-constrained decoding), which
+        # this server does not do; the model's calls are validated against the schema anyway.
+        fields = {k: function[k] for k in _TOOL_FIELDS if function.get(k) is not None}
         try:
-            tools.append(ToolSpec.model_validate(function))
+            tools.append(ToolSpec.model_validate(fields))
         except ValueError as exc:
             raise WireFormatError(f"bad tool: {exc}") from None
     return tools
@@ -169,17 +174,49 @@ def tools_from_wire(items: Sequence[Mapping[str, Any]]) -> list[ToolSpec]:
 
 
 def completion_response(turn: AssistantTurn, model: str) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": turn.text or None}
-    if turn.tool_calls:
-        message["tool_calls"] = [call_to_wire(c) for c in turn.tool_calls]
+    text, wrong = attempted_calls_to_wire(turn)
+    calls = [call_to_wire(c) for c in turn.tool_calls] + wrong
+    message: dict[str, Any] = {"role": "assistant", "content": _join(turn.text, text) or None}
+    if calls:
+        message["tool_calls"] = calls
+    finish = finish_reason_to_wire(turn, has_calls=bool(calls))
     return {
         "id": _new_id("chatcmpl"),
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "message": message, "finish_reason": turn.finish_reason}],
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
         "usage": usage_to_wire(turn),
     }
+
+
+def attempted_calls_to_wire(turn: AssistantTurn) -> tuple[str, list[dict[str, Any]]]:
+    """The calls the model got wrong, as an OpenAI server returns them: as written.
+
+    OpenAI does not validate a model's calls (its clients do): a call to an unknown tool or
+    with bad arguments is still a tool call, its arguments as the model wrote them. A call
+    without a readable name is no call on the wire; it goes back as the text it was.
+    """
+    text, calls = "", []
+    for bad in turn.invalid_tool_calls:
+        if bad.name:
+            arguments = written_arguments(bad.raw)
+            calls.append({"id": bad.id, "type": "function",
+                          "function": {"name": bad.name, "arguments": arguments}})  # fmt: skip
+        else:
+            text = _join(text, f"<tool_call>\n{bad.raw}\n</tool_call>")
+    return text, calls
+
+
+def finish_reason_to_wire(turn: AssistantTurn, *, has_calls: bool) -> str:
+    """ "tool_calls" exactly when the message carries tool calls, as clients expect."""
+    if has_calls:
+        return "tool_calls"
+    return "length" if turn.finish_reason == "length" else "stop"
+
+
+def _join(*texts: str) -> str:
+    return "\n".join(t for t in texts if t)
 
 
 def usage_to_wire(turn: AssistantTurn) -> dict[str, int]:

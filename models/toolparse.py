@@ -74,6 +74,24 @@ def retry_message(invalid: Sequence[InvalidToolCall], tools: Sequence[ToolSpec])
     )
 
 
+def written_arguments(raw: str) -> str:
+    """The arguments part of a call as the model wrote it (`raw` of an InvalidToolCall).
+
+    A JSON text, or the raw text itself when it holds no call object; for clients that
+    validate calls themselves, as OpenAI-compatible ones do.
+    """
+    try:
+        obj = json.loads(raw)
+    except ValueError:
+        return raw
+    body = obj.get("function") if isinstance(obj, dict) else None
+    body = body if isinstance(body, dict) else obj
+    if not isinstance(body, dict):
+        return raw
+    args = next((body[key] for key in _ARG_KEYS if key in body), {})
+    return args if isinstance(args, str) else _dump(args)
+
+
 # -- finding candidate calls in text -------------------------------------------------------
 
 

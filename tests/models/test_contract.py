@@ -15,6 +15,7 @@ from models.chat import ChatModel, collect
 from models.errors import ModelError, ModelOverloaded, ModelTimeout
 from models.messages import (
     AssistantTurn,
+    InvalidToolCall,
     Message,
     ModelParams,
     NamedToolChoice,
@@ -190,3 +191,53 @@ def test_server_rejects_bad_input_with_the_error_shape(base_url: str) -> None:
     bad_role = {"messages": [{"role": "wizard", "content": "hi"}]}
     response = httpx.post(f"{base_url}/v1/chat/completions", content=json.dumps(bad_role))
     assert response.status_code == 400
+
+
+def test_server_accepts_strict_tool_definitions(base_url: str, script: ScriptedChatModel) -> None:
+    script.calls.clear()
+    script.add(ANSWER)
+    tool = {"type": "function", "function": {**TOOLS[0].model_dump(), "strict": True}}
+    body = {"messages": [{"role": "user", "content": "hi"}], "tools": [tool]}
+    response = httpx.post(f"{base_url}/v1/chat/completions", json=body)
+    assert response.status_code == 200, response.text
+    assert script.calls[-1].tools == (TOOLS[0],)
+
+
+WRONG = AssistantTurn(
+    invalid_tool_calls=(
+        InvalidToolCall(id="w1", name="find_tents", raw='{"name": "find_tents", "arguments": {"q": "x"}}',
+                        reason="unknown tool 'find_tents'"),
+        InvalidToolCall(id="w2", name=None, raw='{"name": "search_', reason="tool call is not valid JSON"),
+    ),
+    finish_reason="tool_calls",
+)  # fmt: skip
+
+
+def test_server_returns_calls_the_model_got_wrong_as_written(
+    base_url: str, script: ScriptedChatModel
+) -> None:
+    script.add(WRONG)
+    body = {"messages": [{"role": "user", "content": "tents"}], "tools": [TOOLS[0].model_dump()]}
+    body["tools"] = [{"type": "function", "function": body["tools"][0]}]
+    [choice] = httpx.post(f"{base_url}/v1/chat/completions", json=body).json()["choices"]
+    assert choice["finish_reason"] == "tool_calls"
+    [call] = choice["message"]["tool_calls"]
+    assert call["function"] == {"name": "find_tents", "arguments": '{"q": "x"}'}
+    assert choice["message"]["content"] == '<tool_call>\n{"name": "search_\n</tool_call>'
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_calls_the_model_got_wrong_stay_wrong_through_the_server(
+    base_url: str, script: ScriptedChatModel, stream: bool
+) -> None:
+    script.add(WRONG)
+    model = OpenAIChatModel(f"{base_url}/v1", model="scripted")
+    if stream:
+        turn = asyncio.run(collect(model.stream(HISTORY[:2], TOOLS)))
+    else:
+        turn = asyncio.run(model.request(HISTORY[:2], TOOLS))
+    assert turn.tool_calls == () and turn.finish_reason == "tool_calls"
+    assert sorted(c.reason for c in turn.invalid_tool_calls) == [
+        "tool call is not valid JSON",
+        "unknown tool 'find_tents'",
+    ]

@@ -1,0 +1,213 @@
+"""A peer for Ask CROW's loop: pydantic-ai's Agent with the same prompt, tools and model.
+
+    python -m benchmarks.peer [--eval-file ../shared/evals/queries.jsonl] [--org acme-outdoor]
+                              [--limit N] [--out var/bench/peer.json]
+
+The peer is given what Ask CROW's loop is given: the system prompt, the five tools with the
+same names, descriptions and JSON schemas, each calling the same ``Tool.invoke``, and the
+same ChatModel instance, reached the way a framework reaches a self-hosted model: over the
+OpenAI-compatible server (models/openai_server.py) on a local port. It has none of the loop's
+aids for small models (routing, argument grounding, answer composing, footnotes). Whatever
+pydantic-ai raises (retries or usage limit exceeded, model errors) ends that answer with
+``error`` set; it never ends a run. The CLI asks both agents each question, interleaved
+(benchmarks/agent_compare.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+from pydantic_ai import (
+    Agent,
+    ModelRetry,
+    ModelSettings,
+    RunContext,
+    ToolFailed,
+    UsageLimits,
+    capture_run_messages,
+)
+from pydantic_ai import Tool as PeerTool
+from pydantic_ai.messages import ModelResponse, ToolCallPart
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.profiles.openai import OpenAIModelProfile
+from pydantic_ai.providers.openai import OpenAIProvider
+
+from crow.agent.context import ToolContext
+from crow.agent.sources import Source
+from crow.agent.tools import TOOLS, Tool
+from crow.settings import AppSettings
+from models.chat import ChatModel
+from models.messages import Message, ModelParams
+from models.openai_server import build_openai_app
+from models.testing import serve_in_thread
+
+FRAMEWORK = "pydantic-ai"
+
+
+@dataclass(frozen=True)
+class PeerConfig:
+    """The limits of Ask CROW's loop, in pydantic-ai's terms."""
+
+    max_requests: int = 5
+    """Model requests per question (UsageLimits.request_limit), like AgentConfig.max_iterations."""
+    model_timeout_s: float = 90.0
+    tool_timeout_s: float = 15.0
+    max_tokens: int = 512
+    retries: int = 1
+    """Retries per tool after a call the tool rejects (pydantic-ai's default)."""
+    model_name: str = "local"
+
+    @classmethod
+    def from_settings(cls, settings: AppSettings, *, max_tokens: int = 512) -> PeerConfig:
+        return cls(max_requests=settings.limits.max_iterations, max_tokens=max_tokens,
+                   model_timeout_s=settings.timeouts.model_s, tool_timeout_s=settings.timeouts.tool_s)  # fmt: skip
+
+
+@dataclass
+class PeerAnswer:
+    """What jobs.eval.grade reads (content, tool_steps, sources, fallback, timings), and more."""
+
+    content: str
+    sources: list[Source]
+    tool_steps: list[dict[str, Any]]
+    timings: dict[str, float]
+    fallback: str | None = None  # the peer has no fallback
+    error: str | None = None
+    requests: int = 0
+    attempted: list[dict[str, Any]] = field(default_factory=list)
+    """Every tool call the model made, the ones pydantic-ai or the tool rejected included."""
+
+
+@dataclass
+class _Deps:
+    ctx: ToolContext
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    sources: list[Source] = field(default_factory=list)
+    tools_s: float = 0.0
+
+
+def peer_tool(tool: Tool) -> PeerTool[_Deps]:
+    """`tool` for pydantic-ai: its name, description and JSON schema, and its own invoke."""
+
+    async def call(run: RunContext[_Deps], **arguments: Any) -> str:
+        deps, started = run.deps, time.perf_counter()
+        try:
+            output = await tool.invoke(arguments, deps.ctx)
+        except ValidationError as exc:  # not run: pydantic-ai's way is another try
+            raise ModelRetry(f"invalid arguments: {exc}") from None
+        except Exception as exc:  # a failing tool is reported to the model, as Ask CROW does
+            error = f"{type(exc).__name__}: {exc}"[:300]
+            deps.steps.append(_step(run, tool, arguments, started, error=error))
+            raise ToolFailed(f"{tool.name} failed: {error}") from None
+        finally:
+            deps.tools_s += time.perf_counter() - started
+        deps.sources.extend(output.sources)
+        deps.steps.append(_step(run, tool, arguments, started, results=len(output.sources)))
+        return output.for_model()
+
+    spec = tool.spec
+    return PeerTool.from_schema(call, name=spec.name, description=spec.description,
+                                json_schema=spec.parameters, takes_ctx=True)  # fmt: skip
+
+
+def _step(run: RunContext[_Deps], tool: Tool, arguments: dict[str, Any], started: float,
+          *, error: str | None = None, results: int = 0) -> dict[str, Any]:  # fmt: skip
+    return {"id": run.tool_call_id, "name": tool.name, "arguments": arguments, "ok": error is None,
+            "error": error, "results": results, "ms": round((time.perf_counter() - started) * 1000, 1)}  # fmt: skip
+
+
+class PeerAgent:
+    """pydantic-ai's Agent over the OpenAI-compatible endpoint at `base_url` (…/v1)."""
+
+    def __init__(self, base_url: str, config: PeerConfig, *, tools: Sequence[Tool] = TOOLS) -> None:
+        self.config = config
+        model = OpenAIChatModel(
+            config.model_name,
+            provider=OpenAIProvider(base_url=base_url, api_key="peer"),
+            # Schemas go out as Ask CROW sends them: OpenAI's strict-mode rewrite would add
+            # additionalProperties: false, and the server would then reject extra arguments.
+            profile=OpenAIModelProfile(json_schema_transformer=None),
+        )
+        settings = ModelSettings(temperature=0.0, max_tokens=config.max_tokens,
+                                 timeout=config.model_timeout_s + 5, max_retries=0)  # fmt: skip
+        self.agent = Agent(model, deps_type=_Deps, tools=[peer_tool(t) for t in tools],
+                           model_settings=settings, retries=config.retries,
+                           tool_timeout=config.tool_timeout_s)  # fmt: skip
+
+    async def run(self, messages: list[Message], ctx: ToolContext) -> PeerAnswer:
+        """Answer the last user message, with the system messages as instructions."""
+        system = "\n\n".join(m.content for m in messages if m.role == "system")
+        question = next(m.content for m in reversed(messages) if m.role == "user")
+        deps, started = _Deps(ctx), time.perf_counter()
+        content, error = "", None
+        with capture_run_messages() as history:
+            try:
+                result = await self.agent.run(
+                    question, instructions=system, deps=deps,
+                    usage_limits=UsageLimits(request_limit=self.config.max_requests),
+                )  # fmt: skip
+                content = result.output
+            except Exception as exc:  # pydantic-ai's failures are results here, not crashes
+                error = f"{type(exc).__name__}: {exc}"[:500]
+        responses = [m for m in history if isinstance(m, ModelResponse)]
+        attempted = [{"name": p.tool_name, "arguments": p.args}
+                     for r in responses for p in r.parts if isinstance(p, ToolCallPart)]  # fmt: skip
+        return PeerAnswer(
+            content=content, sources=list({(s.type, s.id): s for s in deps.sources}.values()),
+            tool_steps=deps.steps, error=error, requests=len(responses), attempted=attempted,
+            timings={"tools_s": round(deps.tools_s, 3), "total_s": round(time.perf_counter() - started, 3)},
+        )  # fmt: skip
+
+
+@contextlib.contextmanager
+def serve_model(model: ChatModel, config: PeerConfig) -> Iterator[str]:
+    """`model` behind the OpenAI-compatible server on a free local port; yields its …/v1 URL."""
+    defaults = ModelParams(max_tokens=config.max_tokens, timeout_s=config.model_timeout_s)
+    app = build_openai_app(model, model_name=config.model_name, default_params=defaults)
+    with serve_in_thread(app) as url:
+        yield f"{url}/v1"
+
+
+def framework_version() -> str:
+    return f"{FRAMEWORK} {version('pydantic-ai-slim')}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    from benchmarks.agent_compare import compare, text_table
+    from jobs.eval import DEFAULT_FILE, load_questions, real_models
+
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--eval-file", type=Path, default=DEFAULT_FILE)
+    parser.add_argument("--org", default="acme-outdoor")
+    parser.add_argument("--config", type=Path, default=Path("serve_config.yaml"))
+    parser.add_argument("--out", type=Path, default=Path("var/bench/peer.json"))
+    parser.add_argument("--limit", type=int, default=None)
+    args = parser.parse_args(argv)
+    settings = (
+        AppSettings.from_serve_config(args.config) if args.config.is_file() else AppSettings()
+    )
+    questions = load_questions(args.eval_file)[: args.limit]
+    model, embedder = real_models(settings)
+    result = asyncio.run(compare(model, questions, settings, args.org, embedder=embedder,
+                                 eval_file=str(args.eval_file)))  # fmt: skip
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2, default=str))
+    print(f"\n{text_table(result)}\n\nresults: {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
