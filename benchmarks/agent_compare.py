@@ -2,10 +2,12 @@
 
 Each question goes to Ask CROW's loop and then to the peer (benchmarks/peer.py) before the
 next one, so both see the same machine load and the same model instance; both are graded by
-jobs.eval's code. ``compare`` returns::
+jobs.eval's code. With ``baseline=True`` a third agent joins: Ask CROW's loop with the
+small-model aids off (``agent.*``: no router, no argument grounding), the "before" of the
+answer-quality work, measured in the same run. ``compare`` returns::
 
-    {"askcrow": {"rows", "summary"}, "peer": {"rows", "summary"}, "model", "peer_framework",
-     "peer_config", "org", "eval_file"}
+    {"agents": [...], "askcrow": {"rows", "summary"}, "peer": {...}, ["baseline": {...}],
+     "model", "peer_framework", "peer_config", "org", "eval_file"}
 
 ``text_table`` and ``markdown_table`` lay the two summaries out per kind of question.
 """
@@ -15,6 +17,8 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from tqdm import tqdm
+
 from benchmarks.peer import PeerAgent, PeerAnswer, PeerConfig, framework_version, serve_model
 from crow.agent.context import ToolContext
 from crow.settings import AppSettings
@@ -23,16 +27,23 @@ from models.chat import ChatModel
 from models.messages import Message
 
 AGENTS = ("askcrow", "peer")
+AIDS_OFF = {"ground_arguments": False, "route_small_talk": False, "route_counts": False,
+            "router": "off"}  # fmt: skip
 
 
 async def compare(
     model: ChatModel, questions: list[dict[str, Any]], settings: AppSettings, org_id: str,
-    *, embedder: Any, progress: bool = True, eval_file: str | None = None,
+    *, embedder: Any, progress: bool = True, eval_file: str | None = None, baseline: bool = False,
 ) -> dict[str, Any]:  # fmt: skip
     env = prepare(settings, org_id, embedder=embedder)
     crow = crow_agent(model, settings)
+    agents = (*AGENTS, "baseline") if baseline else AGENTS
+    runners = {"askcrow": crow.run}
+    if baseline:
+        off = settings.model_copy(update={"agent": settings.agent.model_copy(update=AIDS_OFF)})
+        runners["baseline"] = crow_agent(model, off).run
     config = PeerConfig.from_settings(settings, max_tokens=crow.config.max_tokens)
-    rows: dict[str, list[dict[str, Any]]] = {name: [] for name in AGENTS}
+    rows: dict[str, list[dict[str, Any]]] = {name: [] for name in agents}
     with serve_model(model, config) as base_url:
         peer = PeerAgent(base_url, config)
         answers: list[PeerAnswer] = []
@@ -41,18 +52,21 @@ async def compare(
             answers.append(await peer.run(messages, ctx))
             return answers[-1]
 
-        for n, question in enumerate(questions, start=1):
-            rows["askcrow"].append(await evaluate_question(crow.run, question, env))
-            rows["peer"].append(await evaluate_question(ask_peer, question, env))
-            answer = answers[-1]
-            rows["peer"][-1].update(requests=answer.requests, attempted=answer.attempted)
-            if progress:
-                for name in AGENTS:
-                    print(
-                        progress_line(n, len(questions), rows[name][-1], f"{name:<8}"), flush=True
-                    )
+        runners["peer"] = ask_peer
+        with tqdm(total=len(questions) * len(agents), desc="compare", unit="answer",
+                  disable=not progress) as bar:  # fmt: skip
+            for n, question in enumerate(questions, start=1):
+                for name in agents:
+                    rows[name].append(await evaluate_question(runners[name], question, env))
+                    if name == "peer":
+                        answer = answers[-1]
+                        rows[name][-1].update(requests=answer.requests, attempted=answer.attempted)
+                    if progress:
+                        bar.write(progress_line(n, len(questions), rows[name][-1], f"{name:<9}"))
+                    bar.update()
     return {
-        **{name: {"rows": rows[name], "summary": summarize(rows[name])} for name in AGENTS},
+        "agents": list(agents),
+        **{name: {"rows": rows[name], "summary": summarize(rows[name])} for name in agents},
         "model": settings.llm.model, "peer_framework": framework_version(),
         "peer_config": asdict(config), "org": org_id, "eval_file": eval_file,
     }  # fmt: skip
@@ -67,13 +81,23 @@ _COLUMNS = (  # header, summary key, format
 )
 
 
+def _agents(result: dict[str, Any]) -> list[str]:
+    return result.get("agents") or list(AGENTS)
+
+
 def _cells(result: dict[str, Any], kind: str) -> list[str]:
-    crow, peer = result["askcrow"]["summary"][kind], result["peer"]["summary"][kind]
-    cells = [kind, str(crow["n"])]
+    summaries = [result[name]["summary"][kind] for name in _agents(result)]
+    cells = [kind, str(summaries[0]["n"])]
     for _, key, fmt in _COLUMNS:
-        pair = ["-" if s[key] is None else fmt.format(s[key]) for s in (crow, peer)]
-        cells.append(" / ".join(pair))
-    return [*cells, str(peer["errors"])]
+        values = ["-" if s[key] is None else fmt.format(s[key]) for s in summaries]
+        cells.append(" / ".join(values))
+    return [*cells, str(result["peer"]["summary"][kind]["errors"])]
+
+
+def _legend(result: dict[str, Any]) -> str:
+    names = {"askcrow": "Ask CROW", "peer": f"{result['peer_framework']} peer",
+             "baseline": "Ask CROW, small-model aids off"}  # fmt: skip
+    return " / ".join(names[a] for a in _agents(result))
 
 
 def _header() -> list[str]:
@@ -86,17 +110,15 @@ def text_table(result: dict[str, Any]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
              for r in rows]  # fmt: skip
-    return f"Ask CROW / {result['peer_framework']} peer, model {result['model']}\n" + "\n".join(
-        lines
-    )
+    return f"{_legend(result)}, model {result['model']}\n" + "\n".join(lines)
 
 
 def markdown_table(result: dict[str, Any]) -> str:
-    """The comparison as a markdown table (each cell: Ask CROW / peer), with a caption line."""
+    """The comparison as a markdown table (each cell: one value per agent), with a caption."""
     header = _header()
     lines = [
-        f"Ask CROW's loop / {result['peer_framework']} `Agent` (peer), same questions, model "
-        f"`{result['model']}` and tools; each cell: Ask CROW / peer.",
+        f"Same questions, model `{result['model']}` and tools, one run; each cell: "
+        f"{_legend(result)}.",
         "",
         "| " + " | ".join(header) + " |",
         "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|",

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tqdm import tqdm
+
 from crow.agent.context import ToolContext
 from crow.agent.loop import Agent, AgentConfig
 from crow.agent.prompts import system_prompt
@@ -71,8 +73,14 @@ def grade(question: dict[str, Any], answer: Any, summary_total: int | None) -> d
         "grounded": grounded, "error": error, "footnotes": len(notes),
         "invalid_footnotes": len(notes) - len(returned) if len(notes) > len(returned) else 0,
         "fallback": answer.fallback, "latency_s": answer.timings["total_s"],
+        "model_s": answer.timings.get("model_s"), "route_s": answer.timings.get("route_s"),
         "answer": answer.content[:500],
     }  # fmt: skip
+
+
+def _median(values: Any) -> float | None:
+    known = [v for v in values if v is not None]
+    return round(statistics.median(known), 3) if known else None
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -93,6 +101,8 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "fallback_rate": round(sum(r["fallback"] is not None for r in items) / len(items), 3),
             "errors": sum(r.get("error") is not None for r in items),
             "latency_p50_s": round(statistics.median(latencies), 2),
+            "model_p50_s": _median(r.get("model_s") for r in items),
+            "route_p50_s": _median(r.get("route_s") for r in items),
             "latency_p99_s": round(
                 latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))], 2
             ),
@@ -173,10 +183,12 @@ async def evaluate(
     env = prepare(settings, org_id, embedder=embedder)
     agent = crow_agent(model, settings)
     rows = []
-    for n, question in enumerate(questions, start=1):
-        rows.append(await evaluate_question(agent.run, question, env))
-        if progress:
-            print(progress_line(n, len(questions), rows[-1]), flush=True)
+    with tqdm(total=len(questions), desc="eval", unit="question", disable=not progress) as bar:
+        for n, question in enumerate(questions, start=1):
+            rows.append(await evaluate_question(agent.run, question, env))
+            if progress:
+                bar.write(progress_line(n, len(questions), rows[-1]))
+            bar.update()
     return {"org": org_id, "rows": rows, "summary": summarize(rows)}
 
 
@@ -213,6 +225,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peer", action="store_true",
                         help="compare with a pydantic-ai agent on the same questions, model and tools "
                              "(benchmarks/agent_compare.py; needs the dev extra)")  # fmt: skip
+    parser.add_argument("--baseline", action="store_true",
+                        help="with --peer: also Ask CROW with the small-model aids off (agent.*), "
+                             "the 'before' of the answer-quality work")  # fmt: skip
     args = parser.parse_args(argv)
     settings = (
         AppSettings.from_serve_config(args.config) if args.config.is_file() else AppSettings()
@@ -223,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
         from benchmarks.agent_compare import compare, text_table
 
         result = asyncio.run(compare(model, questions, settings, args.org, embedder=embedder,
-                                     eval_file=str(args.eval_file)))  # fmt: skip
+                                     eval_file=str(args.eval_file), baseline=args.baseline))  # fmt: skip
         table = text_table(result)
     else:
         result = asyncio.run(evaluate(model, questions, settings, args.org, embedder=embedder))

@@ -107,9 +107,16 @@ def respond(messages, tools, params) -> AssistantTurn:
 def test_compare_asks_both_agents_each_question_and_tabulates(demo):
     model = ScriptedChatModel([respond] * 20)
     result = asyncio.run(
-        compare(model, [COUNT, TENTS], demo.settings, ORG, embedder=demo.embedder, progress=False)
-    )
+        compare(model, [COUNT, TENTS], demo.settings, ORG, embedder=demo.embedder,
+                progress=False, baseline=True)
+    )  # fmt: skip
+    assert result["agents"] == ["askcrow", "peer", "baseline"]
     assert [r["id"] for r in result["askcrow"]["rows"]] == ["c", "s"]  # its own tests test it
+    # the baseline is the plain loop: the scripted model's own choice, no router
+    assert [r["called"] for r in result["baseline"]["rows"]] == [
+        ["get_interaction_summary"],
+        ["search_products"],
+    ]
     peer = result["peer"]["rows"]
     assert [r["called"] for r in peer] == [["get_interaction_summary"], ["search_products"]]
     assert result["peer"]["summary"]["all"]["tool_accuracy"] == 1.0
@@ -117,8 +124,8 @@ def test_compare_asks_both_agents_each_question_and_tabulates(demo):
     assert result["peer"]["rows"][0]["requests"] == 2
     assert "3,000" in result["peer"]["rows"][0]["answer"]
     table = markdown_table(result)
-    assert "| count | 1 | " in table and " / 1.00 |" in table and "| all | 2 |" in table
-    assert "pydantic-ai" in text_table(result)
+    assert "| count | 1 | " in table and " / 1.00 / 1.00 |" in table and "| all | 2 |" in table
+    assert "pydantic-ai" in text_table(result) and "aids off" in text_table(result)
 
 
 def test_the_model_gets_the_peer_limits(env):

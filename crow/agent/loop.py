@@ -253,7 +253,9 @@ class Agent:
         )  # fmt: skip
         started = time.perf_counter()
         try:
-            return await self.model.request(run.messages, self.specs if tools else [], params)
+            # The schemas are sent even when no tool may be called: the prompt then starts
+            # like the calls before it, and the model's prefix (KV) cache covers it.
+            return await self.model.request(run.messages, self.specs, params)
         finally:
             run.model_s += time.perf_counter() - started
 
