@@ -60,7 +60,7 @@ async def compare(
                     rows[name].append(await evaluate_question(runners[name], question, env))
                     if name == "peer":
                         answer = answers[-1]
-                        rows[name][-1].update(requests=answer.requests, attempted=answer.attempted)
+                        rows[name][-1].update(requests=answer.requests, trace=answer.trace)
                     if progress:
                         bar.write(progress_line(n, len(questions), rows[name][-1], f"{name:<9}"))
                     bar.update()

@@ -85,8 +85,8 @@ class PeerAnswer:
     fallback: str | None = None  # the peer has no fallback
     error: str | None = None
     requests: int = 0
-    attempted: list[dict[str, Any]] = field(default_factory=list)
-    """Every tool call the model made, the ones pydantic-ai or the tool rejected included."""
+    trace: list[dict[str, Any]] = field(default_factory=list)
+    """Each model response: its finish reason, text and every tool call (rejected ones too)."""
 
 
 @dataclass
@@ -161,13 +161,19 @@ class PeerAgent:
             except Exception as exc:  # pydantic-ai's failures are results here, not crashes
                 error = f"{type(exc).__name__}: {exc}"[:500]
         responses = [m for m in history if isinstance(m, ModelResponse)]
-        attempted = [{"name": p.tool_name, "arguments": p.args}
-                     for r in responses for p in r.parts if isinstance(p, ToolCallPart)]  # fmt: skip
         return PeerAnswer(
             content=content, sources=list({(s.type, s.id): s for s in deps.sources}.values()),
-            tool_steps=deps.steps, error=error, requests=len(responses), attempted=attempted,
+            tool_steps=deps.steps, error=error, requests=len(responses),
+            trace=[_traced(r) for r in responses],
             timings={"tools_s": round(deps.tools_s, 3), "total_s": round(time.perf_counter() - started, 3)},
         )  # fmt: skip
+
+
+def _traced(response: ModelResponse) -> dict[str, Any]:
+    calls = [{"name": p.tool_name, "arguments": p.args}
+             for p in response.parts if isinstance(p, ToolCallPart)]  # fmt: skip
+    return {"finish_reason": response.finish_reason, "text": (response.text or "")[:300],
+            "calls": calls}  # fmt: skip
 
 
 @contextlib.contextmanager

@@ -172,8 +172,9 @@ async def evaluate_question(
 
 def progress_line(n: int, total: int, row: dict[str, Any], label: str = "") -> str:
     mark = "ok " if row["tools_ok"] else "MISS"
+    error = f" !! {row['error'][:80]}" if row.get("error") else ""
     return (f"[{n}/{total}] {label}{mark} {row['kind']:<8} {row['latency_s']:6.1f}s "
-            f"{row['query'][:50]!r} -> {row['called']}")  # fmt: skip
+            f"{row['query'][:50]!r} -> {row['called']}{error}")  # fmt: skip
 
 
 async def evaluate(

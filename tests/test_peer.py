@@ -122,6 +122,9 @@ def test_compare_asks_both_agents_each_question_and_tabulates(demo):
     assert result["peer"]["summary"]["all"]["tool_accuracy"] == 1.0
     assert peer[1]["footnotes"] == 0  # the peer writes no footnotes
     assert result["peer"]["rows"][0]["requests"] == 2
+    assert [c["name"] for c in result["peer"]["rows"][0]["trace"][0]["calls"]] == [
+        "get_interaction_summary"
+    ]
     assert "3,000" in result["peer"]["rows"][0]["answer"]
     table = markdown_table(result)
     assert "| count | 1 | " in table and " / 1.00 / 1.00 |" in table and "| all | 2 |" in table
@@ -133,4 +136,5 @@ def test_the_model_gets_the_peer_limits(env):
     with serve_model(model, CONFIG) as base_url:
         answer = asyncio.run(PeerAgent(base_url, CONFIG).run([Message.user("Hi")], env.context()))
     assert answer.content == "Hello!" and answer.requests == 1 and answer.tool_steps == []
+    assert answer.trace == [{"finish_reason": "stop", "text": "Hello!", "calls": []}]
     assert model.calls[0].params == ModelParams(max_tokens=512, timeout_s=CONFIG.model_timeout_s)
