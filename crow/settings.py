@@ -131,6 +131,12 @@ class AgentSettings(_Section):
         "and answers from them (small models), 'advisory' names them to the model as a hint, "
         "'off' leaves the choice to the model (strong models).",
     )
+    route_arguments: Literal["question", "model"] = Field(
+        "question",
+        description="With router 'force': a routed search's query is the question itself, its "
+        "channel and time span the ones the question states ('question'), or the model writes "
+        "the call ('model').",
+    )
 
 
 class SearchSettings(_Section):

@@ -20,7 +20,7 @@ from typing import Any
 
 from models.errors import ModelError, ModelOverloaded, ModelTimeout, ModelUnavailable
 from models.gguf_assembly import QWEN25_CODER_05B_Q4KM, GGUFSource, assemble_gguf
-from models.local_prompt import TOOL_CALL_START, forced_prefix, no_call_stop, render_prompt
+from models.local_prompt import forced_prefix, render_prompt
 from models.messages import (
     AssistantTurn,
     Message,
@@ -131,7 +131,7 @@ class LocalChatModel:
         tools: Sequence[ToolSpec] = (),
         params: ModelParams | None = None,
     ) -> AssistantTurn:
-        params = no_call_stop(params or ModelParams(), tools)
+        params = params or ModelParams()
         job = _Job(prompt="", params=params, deadline=time.monotonic() + params.timeout_s)
         raw = await self._run(job, messages, tools)
         return self._turn(raw, job, tools)
@@ -143,7 +143,7 @@ class LocalChatModel:
         params: ModelParams | None = None,
     ) -> str:
         """The generated text before tool-call parsing (for recording fixtures, debugging)."""
-        params = no_call_stop(params or ModelParams(), tools)
+        params = params or ModelParams()
         job = _Job(prompt="", params=params, deadline=time.monotonic() + params.timeout_s)
         return await self._run(job, messages, tools)
 
@@ -155,7 +155,7 @@ class LocalChatModel:
     ) -> AsyncIterator[StreamEvent]:
         from transformers import AsyncTextIteratorStreamer
 
-        params = no_call_stop(params or ModelParams(), tools)
+        params = params or ModelParams()
         job = _Job(prompt="", params=params, deadline=time.monotonic() + params.timeout_s)
         await self._ensure_loaded()
         job.streamer = AsyncTextIteratorStreamer(
@@ -290,8 +290,7 @@ class LocalChatModel:
         hit_limit = stats.completion_tokens >= job.params.max_tokens
         if not tools or job.params.tool_choice == "none":
             finish = "length" if hit_limit else "stop"
-            text = raw.split(TOOL_CALL_START, 1)[0].strip()  # a call it may not make: cut off
-            return AssistantTurn(text=text, finish_reason=finish, usage=usage)
+            return AssistantTurn(text=raw.strip(), finish_reason=finish, usage=usage)
         parsed = parse_tool_calls(raw, tools)
         attempted = bool(parsed.valid or parsed.invalid)
         finish = "tool_calls" if attempted else ("length" if hit_limit else "stop")

@@ -8,33 +8,21 @@ from typing import Any
 from models.messages import Message, ModelParams, NamedToolChoice, ToolSpec
 from models.openai_wire import tool_to_wire
 
-TOOL_CALL_START = "<tool_call>"
-
 
 def render_prompt(
     tokenizer: Any, messages: Sequence[Message], tools: Sequence[ToolSpec], params: ModelParams
 ) -> str:
-    """The full prompt text up to the assistant's turn.
-
-    Tools stay in the prompt with ``tool_choice="none"`` too: the prompt then starts like the
-    calls before it (system prompt and tool schemas), so their KV cache is reused, and
-    ``no_call_stop`` ends the generation where a tool call would begin.
-    """
+    """The full prompt text up to the assistant's turn (tools omitted when tool_choice=none:
+    shown its tools, the 0.5B model writes a call as its answer even when told not to)."""
+    offered = [tool_to_wire(t) for t in tools] if params.tool_choice != "none" else []
     return str(
         tokenizer.apply_chat_template(
             [template_message(m) for m in messages],
-            tools=[tool_to_wire(t) for t in tools] or None,
+            tools=offered or None,
             add_generation_prompt=True,
             tokenize=False,
         )
     )
-
-
-def no_call_stop(params: ModelParams, tools: Sequence[ToolSpec]) -> ModelParams:
-    """With tools shown but ``tool_choice="none"``, a tool call ends the answer."""
-    if not tools or params.tool_choice != "none" or TOOL_CALL_START in params.stop:
-        return params
-    return params.model_copy(update={"stop": (*params.stop, TOOL_CALL_START)})
 
 
 def forced_prefix(tools: Sequence[ToolSpec], params: ModelParams) -> str:

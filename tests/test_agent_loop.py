@@ -384,7 +384,8 @@ def test_a_plain_count_is_answered_from_the_summary_without_more_tools(demo):
       {"query": "posts", "channel": "social", "since": "past 3 days"}),
      ("search_patterns", "Patterns from the last week", {"query": "patterns"},
       {"query": "patterns", "since": "last week"}),
-     ("search_products", "Top products last week", {"query": ""}, {"query": ""})],
+     ("search_products", "Top products last week", {"query": ""}, {"query": "", "sort": "popularity"}),
+     ("search_products", "Find dome tents", {"query": "dome tent"}, {"query": "dome tent"})],
 )  # fmt: skip
 def test_filters_stated_in_the_question_are_filled_in(tool, question, arguments, filled):
     from crow.agent.grounding import fill_arguments

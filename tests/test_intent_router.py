@@ -80,8 +80,8 @@ class FixedRouter(IntentRouter):
         return self.fixed
 
 
-def agent_with(model, route, mode="force") -> Agent:
-    agent = Agent(model, AgentConfig(router=mode))
+def agent_with(model, route, mode="force", arguments="question") -> Agent:
+    agent = Agent(model, AgentConfig(router=mode, route_arguments=arguments))
     agent.router = FixedRouter(route)
     return agent
 
@@ -95,16 +95,34 @@ def test_forced_count_calls_the_summary_with_the_questions_filters_and_one_model
     assert step["name"] == "get_interaction_summary"
     assert step["arguments"] == {"channel": "web", "since": "last week"}
     assert model.calls[0].params.tool_choice == "none"  # the answer is written without tools
-    assert model.calls[0].messages[-1].role == "tool"
+    asked = model.calls[0].messages[-1]  # the results come as data inside the question
+    assert asked.role == "user" and asked.content.startswith("How many web interactions")
+    assert (
+        '"total_interactions"' in asked.content
+        and "Result of get_interaction_summary" in asked.content
+    )
+    assert all(m.role in {"system", "user"} for m in model.calls[0].messages)
 
 
-def test_forced_searches_use_the_models_arguments_or_the_question(demo):
+def test_forced_searches_take_the_question_as_query_and_its_stated_filters(demo):
+    model = ScriptedChatModel([AssistantTurn(text="Here they are.")])
+    agent = agent_with(model, Route(("products", "patterns"), 0.7))
+    question = "Which patterns involve our best-selling tents?"
+    answer = run(agent, ctx_for(demo), question)
+    model.assert_complete()  # one model call: the answer
+    products, patterns = answer.tool_steps
+    assert products["arguments"] == {"query": question, "sort": "popularity"}
+    assert patterns["arguments"] == {"query": question}
+    assert "Result of search_products" in model.calls[0].messages[-1].content
+
+
+def test_forced_searches_can_have_the_model_write_the_call(demo):
     model = ScriptedChatModel([
         AssistantTurn(invalid_tool_calls=(InvalidToolCall(id="x", name="search_products", raw="{", reason="bad json"),)),
         call("search_patterns", query="tent trends"),
         AssistantTurn(text="Here is what I found."),
     ])  # fmt: skip
-    agent = agent_with(model, Route(("products", "patterns"), 0.7))
+    agent = agent_with(model, Route(("products", "patterns"), 0.7), arguments="model")
     question = "Which patterns involve our best-selling tents?"
     answer = run(agent, ctx_for(demo), question)
     model.assert_complete()
@@ -122,6 +140,7 @@ def test_routed_small_talk_gets_a_short_answer_without_tools_or_footnotes(demo):
     model = ScriptedChatModel([AssistantTurn(text="Hi! What would you like to know?")])
     answer = run(agent_with(model, Route(("chat",), 0.9)), ctx_for(demo), "Hey, good to see you")
     assert model.calls[0].params.tool_choice == "none"
+    assert "small talk" in model.calls[0].messages[-1].content
     assert answer.tool_steps == [] and answer.sources == [] and "[1]" not in answer.content
 
 

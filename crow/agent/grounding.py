@@ -38,6 +38,10 @@ _TIME_PHRASE = re.compile(
     r"this (week|month)|recent(ly)?|lately)\b",
     re.I,
 )
+_POPULAR = re.compile(
+    r"\b(top|best|most popular|popular|best[- ]?sell\w*|top[- ]sell\w*|bestsellers?|most viewed)\b",
+    re.I,
+)
 _TAKES = {
     "get_interaction_summary": {"channel", "since"},
     "search_interactions": {"channel", "since"},
@@ -48,13 +52,16 @@ _TAKES = {
 def fill_arguments(
     tool: str, question: str, arguments: dict[str, Any]
 ) -> tuple[dict[str, Any], list[str]]:
-    """Filters the question states plainly but the model left out (one channel, one time span)."""
+    """What the question states plainly but the call left out: one channel, one time span,
+    ranking products by popularity."""
     takes, filled = _TAKES.get(tool, set()), dict(arguments)
     added = []
     if "channel" in takes and not filled.get("channel"):
         named = [ch for ch, words in _CHANNEL_WORDS.items() if _mentions(question, words)]
         if len(named) == 1:
             filled["channel"], added = named[0], [*added, "channel"]
+    if tool == "search_products" and "sort" not in filled and _POPULAR.search(question):
+        filled["sort"], added = "popularity", [*added, "sort"]
     unbounded = not filled.get("since") and not filled.get("until")
     if "since" in takes and unbounded and (m := _TIME_PHRASE.search(question)):
         filled["since"], added = m.group(1).lower(), [*added, "since"]

@@ -19,6 +19,7 @@ from crow.agent.compose import ECHO_STOPS, compose, count_is_wrong, looks_unusab
 from crow.agent.context import ToolContext
 from crow.agent.grounding import fill_arguments, ground_arguments
 from crow.agent.intent import IntentRouter, Route
+from crow.agent.prompts import SMALL_TALK_NOTE, answer_from_data
 from crow.agent.router import (
     is_count_question,
     is_org_question,
@@ -60,6 +61,8 @@ class AgentConfig:
     """Make get_interaction_summary the first call of a count question."""
     router: Literal["off", "advisory", "force"] = "off"
     """The semantic intent router: call the routed tools ("force"), or name them as a hint."""
+    route_arguments: Literal["question", "model"] = "question"
+    """Routed searches: the question is the query ("question") or the model writes the call."""
 
     @classmethod
     def from_settings(cls, s: AppSettings) -> AgentConfig:
@@ -68,6 +71,7 @@ class AgentConfig:
             model_timeout_s=s.timeouts.model_s, max_tokens=s.llm.max_tokens,
             ground_arguments=s.agent.ground_arguments, route_small_talk=s.agent.route_small_talk,
             route_counts=s.agent.route_counts, router=s.agent.router,
+            route_arguments=s.agent.route_arguments,
         )  # fmt: skip
 
 
@@ -148,11 +152,7 @@ class Agent:
     async def _iterate(self, run: _Run, ctx: ToolContext) -> AsyncIterator[dict[str, Any]]:
         question = next((m.content for m in reversed(run.messages) if m.role == "user"), "")
         if self.config.route_small_talk and is_small_talk(question):
-            yield {
-                "type": "final",
-                "text": (await self._step(run, tools=False)).text,
-                "iterations": 1,
-            }
+            yield {"type": "final", "text": await self._small_talk(run, question), "iterations": 1}
             return
         route = await self._route(run, ctx, question)
         if route is not None and self.config.router == "force":
@@ -225,27 +225,42 @@ class Agent:
     async def _follow(
         self, run: _Run, ctx: ToolContext, route: Route, question: str
     ) -> AsyncIterator[dict[str, Any]]:
-        """Call the routed tools in order (the model writes the search arguments), then answer."""
+        """Call the routed tools in order, then have the model answer from their results."""
+        if route.small_talk:
+            yield {"type": "final", "text": await self._small_talk(run, question), "iterations": 1}
+            return
+        asked = list(run.messages)
         for n, name in enumerate(route.tools, start=1):
-            if name == "get_interaction_summary":  # its filters are all in the question
-                arguments, _ = fill_arguments(name, question, {})
-                call = ToolCall(id=f"route-{n}", name=name, arguments=arguments)
-            else:
-                turn = await self._step(run, tools=True, choice=NamedToolChoice(name=name))
-                named = [c for c in turn.tool_calls if c.name == name]
-                call = (
-                    named[0]
-                    if named
-                    else ToolCall(id=f"route-{n}", name=name, arguments={"query": question})
-                )
+            call = await self._routed_call(run, name, question, f"route-{n}")
             run.messages.append(Message.assistant("", (call,)))
             yield {"type": "tool_call_started", "name": call.name, "arguments": call.arguments}
             for step in await self._run_tools([call], run, ctx):
                 yield {"type": "tool_call_finished", **step}
-        text = (await self._step(run, tools=False)).text
+        results = [(name, json.dumps(out, ensure_ascii=False)) for name, out in run.outputs]
+        messages = _replace_question(asked, answer_from_data(question, results))
+        text = (await self._step(run, tools=False, messages=messages)).text
         yield {"type": "final", "text": text, "iterations": len(route.tools) + 1}
 
-    async def _step(self, run: _Run, *, tools: bool, choice: ToolChoice = "auto") -> AssistantTurn:
+    async def _routed_call(self, run: _Run, name: str, question: str, call_id: str) -> ToolCall:
+        """A routed tool's call: its arguments from the question, or written by the model."""
+        if self.config.route_arguments == "model" and name != "get_interaction_summary":
+            turn = await self._step(run, tools=True, choice=NamedToolChoice(name=name))
+            named = [c for c in turn.tool_calls if c.name == name]
+            if named:
+                return named[0]
+        base = {} if name == "get_interaction_summary" else {"query": question}
+        arguments, _ = fill_arguments(name, question, base)
+        return ToolCall(id=call_id, name=name, arguments=arguments)
+
+    async def _small_talk(self, run: _Run, question: str) -> str:
+        """A short natural reply, no tools (the note keeps a small model from reciting data)."""
+        messages = _replace_question(run.messages, f"{question}\n\n{SMALL_TALK_NOTE}")
+        return (await self._step(run, tools=False, messages=messages)).text
+
+    async def _step(
+        self, run: _Run, *, tools: bool, choice: ToolChoice = "auto",
+        messages: list[Message] | None = None,
+    ) -> AssistantTurn:  # fmt: skip
         params = ModelParams(
             max_tokens=self.config.max_tokens, timeout_s=self.config.model_timeout_s,
             tool_choice=choice if tools else "none",
@@ -255,7 +270,7 @@ class Agent:
         try:
             # The schemas are sent even when no tool may be called: the prompt then starts
             # like the calls before it, and the model's prefix (KV) cache covers it.
-            return await self.model.request(run.messages, self.specs, params)
+            return await self.model.request(messages or run.messages, self.specs, params)
         finally:
             run.model_s += time.perf_counter() - started
 
@@ -327,6 +342,14 @@ def _fresh_calls(calls: Sequence[ToolCall], seen: set[str]) -> list[ToolCall]:
             seen.add(key)
             fresh.append(call)
     return fresh
+
+
+def _replace_question(messages: Sequence[Message], content: str) -> list[Message]:
+    """The messages with the last user message's text replaced."""
+    out = list(messages)
+    last = max(i for i, m in enumerate(out) if m.role == "user")
+    out[last] = Message.user(content)
+    return out
 
 
 def _hint(route: Route) -> str:

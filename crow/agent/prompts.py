@@ -25,3 +25,26 @@ def system_prompt(org_name: str, *, today: datetime | None = None) -> str:
         "found nothing. Be concise and use markdown (lists, tables) where it helps. Do not "
         "write a sources list yourself; it is added for you."
     )
+
+
+SMALL_TALK_NOTE = (
+    "(This is small talk: reply in one short, friendly sentence and offer to help with the "
+    "organization's customer interactions, products, patterns or knowledge base. No data, "
+    "no lists.)"
+)
+
+
+def answer_from_data(question: str, results: list[tuple[str, str]]) -> str:
+    """The question with the tools' results, for a model that only writes the answer.
+
+    A small model shown results as tool messages tends to copy them back; shown them as data
+    inside the question, it summarizes them.
+    """
+    data = "\n\n".join(f"Result of {name} (JSON):\n{content}" for name, content in results)
+    return (
+        f"{question}\n\n{data}\n\n"
+        "Answer the question above in a few sentences of plain English (a short markdown list "
+        "is fine), using only this data: state numbers exactly as given, name products, "
+        "interactions, patterns and documents exactly as they appear, say so if nothing "
+        "relevant was found, and do not repeat the JSON."
+    )

@@ -71,13 +71,3 @@ def test_full_queue_is_refused(model: LocalChatModel) -> None:
     results = asyncio.run(burst())
     assert sum(isinstance(r, ModelOverloaded) for r in results) == 1
     assert sum(not isinstance(r, BaseException) for r in results) == 2
-
-
-def test_no_tool_choice_reuses_the_prompt_with_tools_and_never_calls(model: LocalChatModel) -> None:
-    question = ask("How many interactions do we have?")
-    asyncio.run(model.request(question, TOOLS, PARAMS))
-    none = PARAMS.model_copy(update={"tool_choice": "none"})
-    turn = asyncio.run(model.request(question, TOOLS, none))
-    assert turn.tool_calls == () and "<tool_call>" not in turn.text
-    stats = model.last_stats
-    assert stats is not None and stats.cached_tokens >= stats.prompt_tokens - 8
