@@ -13,7 +13,10 @@ import logging
 import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
 
 from crow.agent.compose import ECHO_STOPS, compose, count_is_wrong, looks_unusable
 from crow.agent.context import ToolContext
@@ -213,7 +216,7 @@ class Agent:
         started = time.perf_counter()
         try:
             async with asyncio.timeout(self.config.tool_timeout_s):
-                route = await self.router.route(question, ctx.embedder.embed)
+                route = await self.router.route(question, partial(_embed, ctx))
         except Exception as exc:  # the router only helps; the model can still choose
             log.warning("intent router failed (%s); the model chooses the tools", exc)
             return None
@@ -342,6 +345,14 @@ def _fresh_calls(calls: Sequence[ToolCall], seen: set[str]) -> list[ToolCall]:
             seen.add(key)
             fresh.append(call)
     return fresh
+
+
+async def _embed(ctx: ToolContext, texts: list[str]) -> np.ndarray:
+    """The router's texts: questions through the request's cache (a search of the question
+    reuses the vector), the router's examples in one batch."""
+    if len(texts) > 4:
+        return await ctx.embedder.embed(texts)
+    return np.stack(await asyncio.gather(*(ctx.embed(t) for t in texts)))
 
 
 def _replace_question(messages: Sequence[Message], content: str) -> list[Message]:
