@@ -214,7 +214,7 @@ def summary_table(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
@@ -223,16 +223,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", type=Path, default=Path("serve_config.yaml"))
     parser.add_argument("--out", type=Path, default=Path("var/eval/results.json"))
     parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--llm-url", default=None,
+                        help="evaluate the model an app serves: its OpenAI-compatible base URL "
+                             "(e.g. http://HOST:8000/v1); the model name comes from --config")  # fmt: skip
     parser.add_argument("--peer", action="store_true",
                         help="compare with a pydantic-ai agent on the same questions, model and tools "
                              "(benchmarks/agent_compare.py; needs the dev extra)")  # fmt: skip
     parser.add_argument("--baseline", action="store_true",
                         help="with --peer: also Ask CROW with the small-model aids off (agent.*), "
                              "the 'before' of the answer-quality work")  # fmt: skip
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     settings = (
         AppSettings.from_serve_config(args.config) if args.config.is_file() else AppSettings()
     )
+    if args.llm_url:
+        llm = settings.llm.model_copy(update={"backend": "openai", "base_url": args.llm_url})
+        settings = settings.model_copy(update={"llm": llm})
     questions = load_questions(args.eval_file)[: args.limit]
     model, embedder = real_models(settings)
     if args.peer:

@@ -76,3 +76,18 @@ def test_rayservice_serve_config_matches_the_gpu_profile():
 def test_rayjob_runs_the_reindex_module():
     job = yaml.safe_load((ROOT / "cluster" / "rayjob-reindex.yaml").read_text())
     assert job["spec"]["entrypoint"].startswith("python -m jobs.reindex --org ")
+
+
+def test_eval_rayjob_evaluates_the_served_model_with_the_gpu_profile():
+    import shlex
+
+    from jobs.eval import build_parser
+
+    job = yaml.safe_load((ROOT / "cluster" / "rayjob-eval.yaml").read_text())
+    argv = shlex.split(job["spec"]["entrypoint"])
+    assert argv[:3] == ["python", "-m", "jobs.eval"]
+    args = build_parser().parse_args(argv[3:])
+    assert (ROOT / args.config).is_file() and args.config.name == "serve_config.gpu.yaml"
+    service = yaml.safe_load((ROOT / "cluster" / "rayservice.yaml").read_text())
+    port = yaml.safe_load(service["spec"]["serveConfigV2"])["http_options"]["port"]
+    assert args.llm_url == f"http://{service['metadata']['name']}-serve-svc:{port}/v1"
