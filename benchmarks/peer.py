@@ -1,7 +1,6 @@
 """A peer for Ask CROW's loop: pydantic-ai's Agent with the same prompt, tools and model.
 
-    python -m benchmarks.peer [--eval-file ../shared/evals/queries.jsonl] [--org acme-outdoor]
-                              [--limit N] [--out var/bench/peer.json]
+    python -m benchmarks.peer [jobs.eval's options: --eval-file, --org, --limit, --baseline, --out]
 
 The peer is given what Ask CROW's loop is given: the system prompt, the five tools with the
 same names, descriptions and JSON schemas, each calling the same ``Tool.invoke``, and the
@@ -15,16 +14,12 @@ pydantic-ai raises (retries or usage limit exceeded, model errors) ends that ans
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import contextlib
-import json
 import sys
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import version
-from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -190,29 +185,12 @@ def framework_version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from benchmarks.agent_compare import compare, text_table
-    from jobs.eval import DEFAULT_FILE, load_questions, real_models
+    """``jobs.eval --peer``, writing to var/bench/peer.json unless told otherwise."""
+    from jobs.eval import main as eval_main
 
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    return eval_main(
+        ["--peer", "--out", "var/bench/peer.json", *(sys.argv[1:] if argv is None else argv)]
     )
-    parser.add_argument("--eval-file", type=Path, default=DEFAULT_FILE)
-    parser.add_argument("--org", default="acme-outdoor")
-    parser.add_argument("--config", type=Path, default=Path("serve_config.yaml"))
-    parser.add_argument("--out", type=Path, default=Path("var/bench/peer.json"))
-    parser.add_argument("--limit", type=int, default=None)
-    args = parser.parse_args(argv)
-    settings = (
-        AppSettings.from_serve_config(args.config) if args.config.is_file() else AppSettings()
-    )
-    questions = load_questions(args.eval_file)[: args.limit]
-    model, embedder = real_models(settings)
-    result = asyncio.run(compare(model, questions, settings, args.org, embedder=embedder,
-                                 eval_file=str(args.eval_file)))  # fmt: skip
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2, default=str))
-    print(f"\n{text_table(result)}\n\nresults: {args.out}")
-    return 0
 
 
 if __name__ == "__main__":
