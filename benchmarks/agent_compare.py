@@ -22,7 +22,14 @@ from tqdm import tqdm
 from benchmarks.peer import PeerAgent, PeerAnswer, PeerConfig, framework_version, serve_model
 from crow.agent.context import ToolContext
 from crow.settings import AppSettings
-from jobs.eval import crow_agent, evaluate_question, prepare, progress_line, summarize
+from jobs.eval import (
+    ANSWER_TIMEOUT_S,
+    crow_agent,
+    evaluate_question,
+    prepare,
+    progress_line,
+    summarize,
+)
 from models.chat import ChatModel
 from models.messages import Message
 
@@ -34,8 +41,9 @@ AIDS_OFF = {"ground_arguments": False, "route_small_talk": False, "route_counts"
 async def compare(
     model: ChatModel, questions: list[dict[str, Any]], settings: AppSettings, org_id: str,
     *, embedder: Any, progress: bool = True, eval_file: str | None = None, baseline: bool = False,
+    answer_timeout_s: float = ANSWER_TIMEOUT_S,
 ) -> dict[str, Any]:  # fmt: skip
-    env = prepare(settings, org_id, embedder=embedder)
+    env = prepare(settings, org_id, embedder=embedder, answer_timeout_s=answer_timeout_s)
     crow = crow_agent(model, settings)
     agents = (*AGENTS, "baseline") if baseline else AGENTS
     runners = {"askcrow": crow.run}

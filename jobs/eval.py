@@ -22,7 +22,7 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +110,22 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+ANSWER_TIMEOUT_S = 120.0
+"""An answer that takes longer is graded as no answer (bounds an agent that loops)."""
+
+
+@dataclass
+class Unanswered:
+    """The graded stand-in for an answer that never came."""
+
+    error: str
+    content: str = ""
+    sources: list[Any] = field(default_factory=list)
+    tool_steps: list[dict[str, Any]] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    fallback: str | None = None
+
+
 @dataclass(frozen=True)
 class EvalEnv:
     """One org's data and tool services, in this process: what every agent under test uses."""
@@ -119,6 +135,7 @@ class EvalEnv:
     embedder: Any
     search: SearchService
     analytics: Analytics
+    answer_timeout_s: float = ANSWER_TIMEOUT_S
 
     def context(self) -> ToolContext:
         """A fresh per-question tool context, as the chat service builds one per request."""
@@ -128,7 +145,10 @@ class EvalEnv:
         )  # fmt: skip
 
 
-def prepare(settings: AppSettings, org_id: str, *, embedder: Any) -> EvalEnv:
+def prepare(
+    settings: AppSettings, org_id: str, *, embedder: Any,
+    answer_timeout_s: float = ANSWER_TIMEOUT_S,
+) -> EvalEnv:  # fmt: skip
     """The org's services, its missing indexes built first (in this process)."""
     lake = DataLake(settings.data_dir)
     index_store = IndexStore(settings.index_dir)
@@ -138,7 +158,8 @@ def prepare(settings: AppSettings, org_id: str, *, embedder: Any) -> EvalEnv:
                 lake, index_store, embedder.embed, org_id, collection, model=settings.embedder.model
             )
     org_name = next((o["name"] for o in lake.list_orgs() if o["id"] == org_id), org_id)
-    return EvalEnv(org_id, org_name, embedder, SearchService(lake, index_store), Analytics(lake))
+    return EvalEnv(org_id, org_name, embedder, SearchService(lake, index_store), Analytics(lake),
+                   answer_timeout_s)  # fmt: skip
 
 
 def crow_agent(model: ChatModel, settings: AppSettings) -> Agent:
@@ -161,7 +182,11 @@ async def evaluate_question(
         Message.user(question["query"]),
     ]
     started = time.perf_counter()
-    answer = await answerer(messages, ctx)
+    try:
+        async with asyncio.timeout(env.answer_timeout_s):
+            answer = await answerer(messages, ctx)
+    except TimeoutError:  # what a user would get: nothing (a miss, whatever it had called)
+        answer = Unanswered(error=f"no answer within {env.answer_timeout_s:g}s")
     answer.timings["total_s"] = round(time.perf_counter() - started, 3)
     summary = env.analytics.interaction_summary(env.org_id)
     row = grade(question, answer, summary["total"])
@@ -179,9 +204,9 @@ def progress_line(n: int, total: int, row: dict[str, Any], label: str = "") -> s
 
 async def evaluate(
     model: ChatModel, questions: list[dict[str, Any]], settings: AppSettings, org_id: str,
-    *, embedder: Any, progress: bool = True,
+    *, embedder: Any, progress: bool = True, answer_timeout_s: float = ANSWER_TIMEOUT_S,
 ) -> dict[str, Any]:  # fmt: skip
-    env = prepare(settings, org_id, embedder=embedder)
+    env = prepare(settings, org_id, embedder=embedder, answer_timeout_s=answer_timeout_s)
     agent = crow_agent(model, settings)
     rows = []
     with tqdm(total=len(questions), desc="eval", unit="question", disable=not progress) as bar:
@@ -223,6 +248,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", type=Path, default=Path("serve_config.yaml"))
     parser.add_argument("--out", type=Path, default=Path("var/eval/results.json"))
     parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--answer-timeout", type=float, default=ANSWER_TIMEOUT_S,
+                        help="seconds an agent gets per question; slower counts as no answer")  # fmt: skip
     parser.add_argument("--llm-url", default=None,
                         help="evaluate the model an app serves: its OpenAI-compatible base URL "
                              "(e.g. http://HOST:8000/v1); the model name comes from --config")  # fmt: skip
@@ -249,10 +276,12 @@ def main(argv: list[str] | None = None) -> int:
         from benchmarks.agent_compare import compare, text_table
 
         result = asyncio.run(compare(model, questions, settings, args.org, embedder=embedder,
-                                     eval_file=str(args.eval_file), baseline=args.baseline))  # fmt: skip
+                                     eval_file=str(args.eval_file), baseline=args.baseline,
+                                     answer_timeout_s=args.answer_timeout))  # fmt: skip
         table = text_table(result)
     else:
-        result = asyncio.run(evaluate(model, questions, settings, args.org, embedder=embedder))
+        result = asyncio.run(evaluate(model, questions, settings, args.org, embedder=embedder,
+                                      answer_timeout_s=args.answer_timeout))  # fmt: skip
         result["eval_file"] = str(args.eval_file)
         table = summary_table(result["summary"])
     args.out.parent.mkdir(parents=True, exist_ok=True)

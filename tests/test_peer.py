@@ -138,3 +138,16 @@ def test_the_model_gets_the_peer_limits(env):
     assert answer.content == "Hello!" and answer.requests == 1 and answer.tool_steps == []
     assert answer.trace == [{"finish_reason": "stop", "text": "Hello!", "calls": []}]
     assert model.calls[0].params == ModelParams(max_tokens=512, timeout_s=CONFIG.model_timeout_s)
+
+
+def test_an_agent_that_does_not_answer_in_time_is_graded_no_answer(demo):
+    from jobs.eval import evaluate_question
+
+    env = EvalEnv(ORG, "Acme Outdoor", demo.embedder, demo.search, demo.analytics, 0.2)
+
+    async def stuck(messages, ctx):
+        await asyncio.sleep(5)
+
+    row = asyncio.run(evaluate_question(stuck, COUNT, env))
+    assert row["tools_ok"] is False and row["grounded"] is False
+    assert row["error"] == "no answer within 0.2s" and row["latency_s"] < 2
