@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import time
 
@@ -285,6 +286,23 @@ def test_an_echoed_search_result_is_composed_into_a_list_with_footnotes(demo):
     body, notes = answer.content.split("\n\n", 1)
     assert body.startswith("Products:\n- **") and notes.startswith('[1] Product: "')
     assert len(answer.sources) == 2
+
+
+def test_an_answer_naming_a_product_no_tool_returned_is_composed_from_the_results(demo):
+    def answer(messages, tools, params):
+        title = json.loads(messages[-1].content)["products"][0]["title"]
+        return AssistantTurn(text=f"- **{title}**: popular\n- **Glacier Explorer Tent**: new")
+
+    model = ScriptedChatModel([call("search_products", query="dome tent", limit=2), answer])
+    composed = run(Agent(model), ctx_for(demo), "Show me dome tents")
+    assert composed.fallback == "composed" and "Glacier Explorer" not in composed.content
+    honest = ScriptedChatModel([
+        call("search_products", query="dome tent", limit=2),
+        lambda messages, tools, params: AssistantTurn(
+            text=f"- **{json.loads(messages[-1].content)['products'][0]['title']}**: popular"),
+    ])  # fmt: skip
+    kept = run(Agent(honest), ctx_for(demo), "Show me dome tents")
+    assert kept.fallback is None and kept.content.startswith("- **")
 
 
 def test_a_repeated_call_ends_the_loop_with_a_composed_answer(demo):

@@ -41,6 +41,24 @@ def count_is_wrong(text: str, summary: dict[str, Any]) -> bool:
     return bool(stated) and not (stated & allowed)
 
 
+_NAMED = re.compile(
+    r"\*\*([^*\n]{3,80})\*\*|^\s*(?:[-*]|\d+\.)\s+([^:\n—]{3,80}?)\s*(?::|—| - )", re.M
+)
+_WORD = re.compile(r"[a-z0-9]{3,}")
+_SEARCHES = ("search_products", "search_interactions", "search_patterns", "search_org_context")
+
+
+def invented_names(text: str, outputs: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """Names the answer puts forward (bold, or heading a list item) with a word no search
+    result contains: a product, pattern or document the model made up."""
+    found = [c for name, c in outputs if name in _SEARCHES and "error" not in c]
+    if not found:
+        return []
+    known = set(_WORD.findall(json.dumps(found, ensure_ascii=False).lower().replace("_", " ")))
+    names = [(bold or head).strip("* ") for bold, head in _NAMED.findall(text)]
+    return [n for n in names if not set(_WORD.findall(n.lower())) <= known]
+
+
 def compose(outputs: list[tuple[str, dict[str, Any]]]) -> str:
     """A plain answer from the tools' results, in the order they ran."""
     parts = [_one(name, content) for name, content in outputs if "error" not in content]

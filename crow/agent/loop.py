@@ -18,7 +18,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from crow.agent.compose import ECHO_STOPS, compose, count_is_wrong, looks_unusable
+from crow.agent.compose import (
+    ECHO_STOPS,
+    compose,
+    count_is_wrong,
+    invented_names,
+    looks_unusable,
+)
 from crow.agent.context import ToolContext
 from crow.agent.grounding import fill_arguments, ground_arguments
 from crow.agent.intent import IntentRouter, Route
@@ -322,8 +328,9 @@ class Agent:
 
     @staticmethod
     def _needs_composing(text: str, run: _Run) -> bool:
-        """The model's text is unusable, or states a count the summary tool did not give."""
-        if looks_unusable(text):
+        """The model's text is unusable, names something no tool returned, or states a count
+        the summary tool did not give."""
+        if looks_unusable(text) or invented_names(text, run.outputs):
             return True
         summaries = [
             c for name, c in run.outputs if name == "get_interaction_summary" and "error" not in c
