@@ -31,6 +31,7 @@ from tqdm import tqdm
 from crow.agent.context import ToolContext
 from crow.agent.loop import Agent, AgentConfig
 from crow.agent.prompts import system_prompt
+from crow.agent.tools import TOOLS_BY_NAME
 from crow.analytics import Analytics
 from crow.datalake import DataLake
 from crow.indexing import INDEX_COLLECTIONS, build_index
@@ -190,9 +191,26 @@ async def evaluate_question(
     answer.timings["total_s"] = round(time.perf_counter() - started, 3)
     summary = env.analytics.interaction_summary(env.org_id)
     row = grade(question, answer, summary["total"])
-    if row["grounded"] is False and row["error"] is None:  # a channel count is grounded too
-        row["grounded"] = bool(_numbers(answer.content) & set(summary["by_channel"].values()))
+    if row["grounded"] is False and row["error"] is None:
+        # a channel's count is grounded too, and so is what the summary tool returned for the
+        # filters the agent gave it ("last month", one channel)
+        figures = set(summary["by_channel"].values()) | await _summary_figures(answer, ctx)
+        row["grounded"] = bool(_numbers(answer.content) & figures)
     return row
+
+
+async def _summary_figures(answer: Any, ctx: ToolContext) -> set[int]:
+    """The figures get_interaction_summary returns for the arguments the agent called it with."""
+    figures: set[int] = set()
+    for step in answer.tool_steps:
+        if step["name"] != "get_interaction_summary" or not step.get("ok", True):
+            continue
+        try:
+            out = (await TOOLS_BY_NAME[step["name"]].invoke(step["arguments"], ctx)).content
+        except Exception:  # arguments the tool refused: it returned no figure
+            continue
+        figures |= {out.get("total_interactions"), *out.get("by_channel", {}).values()}
+    return {f for f in figures if isinstance(f, int)}
 
 
 def progress_line(n: int, total: int, row: dict[str, Any], label: str = "") -> str:

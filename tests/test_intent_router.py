@@ -102,6 +102,19 @@ def test_forced_count_calls_the_summary_with_the_questions_filters_and_one_model
         and "Result of get_interaction_summary" in asked.content
     )
     assert all(m.role in {"system", "user"} for m in model.calls[0].messages)
+    assert model.calls[0].params.max_tokens == 160  # a count answer is a few lines
+
+
+def test_a_count_answer_that_goes_on_about_made_up_things_is_composed(demo):
+    def rambling(messages, tools, params):
+        total = json.loads(messages[-1].content.split("(JSON):\n")[1].split("\n")[0])
+        return AssistantTurn(text=f"- Total: {total['total_interactions']}\n- Products:\n"
+                                  "  - Product Alpha: 12\n  - Product Beta: 7")  # fmt: skip
+
+    model = ScriptedChatModel([rambling])
+    answer = run(agent_with(model, Route(("count",), 0.8)), ctx_for(demo), "How many interactions?")
+    assert answer.fallback == "composed" and "Alpha" not in answer.content
+    assert answer.content.startswith("You have **3,000** interactions")
 
 
 def test_forced_searches_take_the_question_as_query_and_its_stated_filters(demo):

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+from types import SimpleNamespace
 
 import pytest
 
 from benchmarks.agent_compare import compare, markdown_table, text_table
 from benchmarks.peer import PeerAgent, PeerConfig, serve_model
+from crow.agent.loop import Agent
 from crow.agent.prompts import system_prompt
 from crow.agent.tools import TOOLS
 from jobs.eval import EvalEnv, evaluate_question
@@ -151,3 +153,26 @@ def test_an_agent_that_does_not_answer_in_time_is_graded_no_answer(demo):
     row = asyncio.run(evaluate_question(stuck, COUNT, env))
     assert row["tools_ok"] is False and row["grounded"] is False
     assert row["error"] == "no answer within 0.2s" and row["latency_s"] < 2
+
+
+def test_a_count_for_the_asked_filters_is_graded_grounded(demo, env):
+    from jobs.eval import evaluate_question
+
+    question = {"id": "w", "kind": "count", "query": "How many web interactions last week?",
+                "expect_tools": ["get_interaction_summary"]}  # fmt: skip
+    week = demo.analytics.interaction_summary(ORG, channel="web")  # not the figure asked for
+    model = ScriptedChatModel([
+        call("get_interaction_summary", channel="web", since="last week"),
+        lambda messages, tools, params: AssistantTurn(
+            text=f"{json.loads(messages[-1].content)['total_interactions']} web interactions."),
+    ])  # fmt: skip
+    row = asyncio.run(evaluate_question(Agent(model).run, question, env))
+    assert row["grounded"] is True and str(week["by_channel"]["web"]) not in row["answer"]
+    step = {"name": "get_interaction_summary", "ok": True,
+            "arguments": {"channel": "web", "since": "last week"}}  # fmt: skip
+
+    async def wrong(messages, ctx):
+        return SimpleNamespace(content="You had 987654 web interactions.", tool_steps=[step],
+                               sources=[], fallback=None, timings={})  # fmt: skip
+
+    assert asyncio.run(evaluate_question(wrong, question, env))["grounded"] is False

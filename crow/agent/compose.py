@@ -45,16 +45,42 @@ _NAMED = re.compile(
     r"\*\*([^*\n]{3,80})\*\*|^\s*(?:[-*]|\d+\.)\s+([^:\n—]{3,80}?)\s*(?::|—| - )", re.M
 )
 _WORD = re.compile(r"[a-z0-9]{3,}")
-_SEARCHES = ("search_products", "search_interactions", "search_patterns", "search_org_context")
 
 
-def invented_names(text: str, outputs: list[tuple[str, dict[str, Any]]]) -> list[str]:
-    """Names the answer puts forward (bold, or heading a list item) with a word no search
-    result contains: a product, pattern or document the model made up."""
-    found = [c for name, c in outputs if name in _SEARCHES and "error" not in c]
+_GENERIC = frozenset(
+    [
+        "total",
+        "interactions",
+        "interaction",
+        "channel",
+        "channels",
+        "breakdown",
+        "customer",
+        "customers",
+        "media",
+        "online",
+        "website",
+        "store",
+        "stores",
+        "camera",
+        "cameras",
+        "posts",
+        "period",
+        "count",
+    ]
+)
+
+
+def invented_names(
+    text: str, outputs: list[tuple[str, dict[str, Any]]], question: str = ""
+) -> list[str]:
+    """Names the answer puts forward (bold, or heading a list item) with a word neither the
+    tools' results nor the question contain: a product, pattern or document made up."""
+    found = [c for _, c in outputs if "error" not in c]
     if not found:
         return []
-    known = set(_WORD.findall(json.dumps(found, ensure_ascii=False).lower().replace("_", " ")))
+    data = json.dumps(found, ensure_ascii=False).lower().replace("_", " ")
+    known = set(_WORD.findall(data)) | set(_WORD.findall(question.lower())) | _GENERIC
     names = [(bold or head).strip("* ") for bold, head in _NAMED.findall(text)]
     return [n for n in names if not set(_WORD.findall(n.lower())) <= known]
 

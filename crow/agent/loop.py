@@ -54,6 +54,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+COUNT_ANSWER_TOKENS = 160
+"""A count answer is a few lines; a small model that goes on past them is inventing."""
+
 
 @dataclass(frozen=True)
 class AgentConfig:
@@ -159,7 +162,7 @@ class Agent:
         yield {"type": "done", "answer": answer}
 
     async def _iterate(self, run: _Run, ctx: ToolContext) -> AsyncIterator[dict[str, Any]]:
-        question = next((m.content for m in reversed(run.messages) if m.role == "user"), "")
+        question = _question(run.messages)
         if self.config.route_small_talk and is_small_talk(question):
             yield {"type": "final", "text": await self._small_talk(run, question), "iterations": 1}
             return
@@ -247,7 +250,9 @@ class Agent:
                 yield {"type": "tool_call_finished", **step}
         results = [(name, json.dumps(out, ensure_ascii=False)) for name, out in run.outputs]
         messages = _replace_question(asked, answer_from_data(question, results))
-        text = (await self._step(run, tools=False, messages=messages)).text
+        counts_only = all(name == "get_interaction_summary" for name, _ in run.outputs)
+        text = (await self._step(run, tools=False, messages=messages,
+                                 max_tokens=COUNT_ANSWER_TOKENS if counts_only else None)).text  # fmt: skip
         yield {"type": "final", "text": text, "iterations": len(route.tools) + 1}
 
     async def _routed_call(self, run: _Run, name: str, question: str, call_id: str) -> ToolCall:
@@ -268,10 +273,11 @@ class Agent:
 
     async def _step(
         self, run: _Run, *, tools: bool, choice: ToolChoice = "auto",
-        messages: list[Message] | None = None,
+        messages: list[Message] | None = None, max_tokens: int | None = None,
     ) -> AssistantTurn:  # fmt: skip
         params = ModelParams(
-            max_tokens=self.config.max_tokens, timeout_s=self.config.model_timeout_s,
+            max_tokens=min(max_tokens or self.config.max_tokens, self.config.max_tokens),
+            timeout_s=self.config.model_timeout_s,
             tool_choice=choice if tools else "none",
             stop=ECHO_STOPS if run.outputs else (),  # don't wait for a copy of the results
         )  # fmt: skip
@@ -287,7 +293,7 @@ class Agent:
         self, calls: Sequence[ToolCall], run: _Run, ctx: ToolContext
     ) -> list[dict[str, Any]]:
         started = time.perf_counter()
-        question = next((m.content for m in reversed(run.messages) if m.role == "user"), "")
+        question = _question(run.messages)
         results = await asyncio.gather(*(self._run_tool(call, ctx, question) for call in calls))
         run.tools_s += time.perf_counter() - started
         steps = []
@@ -330,7 +336,8 @@ class Agent:
     def _needs_composing(text: str, run: _Run) -> bool:
         """The model's text is unusable, names something no tool returned, or states a count
         the summary tool did not give."""
-        if looks_unusable(text) or invented_names(text, run.outputs):
+        question = _question(run.messages)
+        if looks_unusable(text) or invented_names(text, run.outputs, question):
             return True
         summaries = [
             c for name, c in run.outputs if name == "get_interaction_summary" and "error" not in c
@@ -360,6 +367,11 @@ async def _embed(ctx: ToolContext, texts: list[str]) -> np.ndarray:
     if len(texts) > 4:
         return await ctx.embedder.embed(texts)
     return np.stack(await asyncio.gather(*(ctx.embed(t) for t in texts)))
+
+
+def _question(messages: Sequence[Message]) -> str:
+    """The user's latest message."""
+    return next((m.content for m in reversed(messages) if m.role == "user"), "")
 
 
 def _replace_question(messages: Sequence[Message], content: str) -> list[Message]:
