@@ -52,9 +52,11 @@ EVAL_FILE ?= ../shared/evals/queries.jsonl
 eval: data
 	$(PY) -m jobs.eval --eval-file $(EVAL_FILE)
 
+# Every benchmark of benchmarks/ (~30 min on 2 cores): var/bench/results.json, REPORT.md and
+# PNG plots; e.g. BENCH_ARGS="--skip peer" or "--quick". Retrieval alone: python -m benchmarks.retrieval_bench
+BENCH_ARGS ?=
 bench: data
-	$(PY) -m benchmarks.retrieval_bench
-	@echo "results: var/bench/"
+	$(PY) -m benchmarks.run_all $(BENCH_ARGS)
 
 lint: setup
 	$(PY) -m ruff check .

@@ -1,0 +1,211 @@
+"""The whole Serve graph with a scripted model: per-request overhead, and throughput under load.
+
+One start of serve_config.yaml (``deployments.local_app.serve_config_app``: HTTP proxy,
+Ingress, Orchestrator, LLM, ChatStore, Embedder, Retriever, Analytics, as `serve run` deploys
+them) with ``benchmarks.scripted_model`` as the LLM, over the demo org's data and indexes;
+the LLM deployment's response cache is off so every request reaches the model.
+
+(a) **Overhead**: the same questions, one at a time, through HTTP -> the graph and through
+    ``ChatService.send`` in this process (same scripted model, real embedder, retriever,
+    analytics and a DuckDB chat store of its own), alternating the two paths request by
+    request; the model takes no time, so what is measured is the app's own work.
+(b) **Load**: the model sleeps a fixed time per call; at each concurrency, that many clients
+    (one session each) ask the mixed questions back to back for a fixed duration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import statistics
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from benchmarks.bench_common import pct
+from benchmarks.inprocess import InProcessApp
+from benchmarks.questions import QUESTION_TYPES, all_questions
+from benchmarks.scripted_model import LATENCY_FILE_ENV, bench_model, set_latency_ms
+
+FACTORY = "benchmarks.scripted_model:bench_model"
+MESSAGES = "/api/v1/chat/sessions"
+
+
+def bench_graph(
+    direct: InProcessApp, work: Path, org_id: str, *, rounds: int = 10,
+    levels: tuple[int, ...] = (1, 8, 32, 64), duration_s: float = 12.0,
+    model_latency_ms: float = 200.0, progress: bool = True,
+) -> dict[str, Any]:  # fmt: skip
+    """``direct``: the in-process path (its settings name the data and indexes both use)."""
+    from deployments.local_app import serve_config_app
+
+    shutil.rmtree(work / "graph-var", ignore_errors=True)  # the app's chat DB of a last run
+    latency_file = work / "model_latency_ms"
+    set_latency_ms(latency_file, 0)
+    s = direct.settings
+    llm = {"backend": "custom", "factory": FACTORY, "cache_entries": 0}
+    out: dict[str, Any] = {"model": f"{FACTORY} (scripted; response cache off)"}
+    with _env(LATENCY_FILE_ENV, str(latency_file)):
+        direct.preload(org_id)
+        chat = direct.chat(bench_model())
+        started = time.perf_counter()
+        with serve_config_app(work / "graph-var", None, llm=llm, data_root=str(s.data_dir.resolve()),
+                              index_root=str(s.index_dir.resolve())) as url:  # fmt: skip
+            out["app_start_s"] = round(time.perf_counter() - started, 1)
+            out["overhead"] = asyncio.run(_overhead(chat, direct, url, org_id, rounds, progress))
+            set_latency_ms(latency_file, model_latency_ms)
+            out["load"] = {
+                "model_latency_ms": model_latency_ms, "duration_s": duration_s,
+                "questions": "greeting, single-tool and multi-tool questions in turn",
+                "levels": [asyncio.run(_level(url, org_id, c, duration_s, progress)) for c in levels],
+            }  # fmt: skip
+    return out
+
+
+@contextlib.contextmanager
+def _env(name: str, value: str) -> Iterator[None]:
+    old = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = old
+
+
+def _client(url: str, org_id: str, connections: int):
+    import httpx
+
+    return httpx.AsyncClient(
+        base_url=url, headers={"X-Organization-Id": org_id},
+        limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
+        timeout=httpx.Timeout(120.0, connect=10.0),
+    )  # fmt: skip
+
+
+async def _ask(http, session_id: str, question: str) -> None:
+    r = await http.post(f"{MESSAGES}/{session_id}/messages", json={"content": question})
+    if r.status_code != 200 or r.json().get("role") != "assistant":
+        raise RuntimeError(f"{r.status_code} {r.text[:200]}")
+
+
+# -- (a) overhead ---------------------------------------------------------------------------
+async def _overhead(
+    chat, direct: InProcessApp, url: str, org_id: str, rounds: int, progress: bool
+) -> dict[str, Any]:
+    from tqdm import tqdm
+
+    plan = all_questions()
+    times: dict[str, dict[str, list[float]]] = {
+        path: {kind: [] for kind in QUESTION_TYPES} for path in ("direct", "graph")
+    }
+    async with _client(url, org_id, 1) as http:
+        graph_sid = {k: (await http.post(MESSAGES)).json()["id"] for k in QUESTION_TYPES}
+        direct_sid = {k: direct.store.create_session(org_id)["id"] for k in QUESTION_TYPES}
+
+        async def one(path: str, kind: str, question: str) -> float:
+            started = time.perf_counter()
+            if path == "graph":
+                await _ask(http, graph_sid[kind], question)
+            else:
+                await chat.send(org_id, direct_sid[kind], question)
+            return (time.perf_counter() - started) * 1000
+
+        for kind, question in plan:  # warm-up: first calls, index loads, connections
+            await one("direct", kind, question)
+            await one("graph", kind, question)
+        with tqdm(total=rounds * len(plan) * 2, desc="graph overhead (scripted model, 0 ms)",
+                  unit="req", disable=not progress) as bar:  # fmt: skip
+            for r in range(rounds):
+                for kind, question in plan:
+                    for path in ("direct", "graph") if r % 2 == 0 else ("graph", "direct"):
+                        times[path][kind].append(await one(path, kind, question))
+                        bar.update()
+    by_type = {
+        kind: _compare(times["direct"][kind], times["graph"][kind]) for kind in QUESTION_TYPES
+    }
+    every = {p: [x for v in times[p].values() for x in v] for p in times}
+    return {
+        "rounds": rounds,
+        "order": "direct and graph alternate request by request (which goes first alternates)",
+        "by_type": by_type,
+        "all": _compare(every["direct"], every["graph"]),
+        "samples_ms": {p: {k: [round(x, 3) for x in v] for k, v in d.items()} for p, d in times.items()},
+    }  # fmt: skip
+
+
+def _compare(direct: list[float], graph: list[float]) -> dict[str, Any]:
+    d, g = _stats(direct), _stats(graph)
+    return {
+        "n": len(direct),
+        "direct_ms": d,
+        "graph_ms": g,
+        "ratio_p50": round(g["p50"] / d["p50"], 2),
+        "added_ms_p50": round(g["p50"] - d["p50"], 2),
+    }
+
+
+def _stats(values: list[float]) -> dict[str, float]:
+    return {
+        "p50": pct(values, 50),
+        "p99": pct(values, 99),
+        "mean": round(statistics.fmean(values), 3),
+    }
+
+
+# -- (b) load -------------------------------------------------------------------------------
+async def _level(
+    url: str, org_id: str, concurrency: int, duration_s: float, progress: bool
+) -> dict[str, Any]:
+    from tqdm import tqdm
+
+    latencies: list[float] = []
+    errors: list[str] = []
+    async with _client(url, org_id, concurrency) as http:
+        sids = [(await http.post(MESSAGES)).json()["id"] for _ in range(concurrency)]
+        pool = all_questions()
+        started = time.perf_counter()
+        until = started + duration_s
+
+        async def client(index: int, sid: str) -> None:
+            n = index
+            while time.perf_counter() < until:
+                _, question = pool[n % len(pool)]
+                t0 = time.perf_counter()
+                try:
+                    await _ask(http, sid, question)
+                    latencies.append(time.perf_counter() - t0)
+                except Exception as exc:  # counted and reported, the run goes on
+                    errors.append(f"{type(exc).__name__}: {exc}"[:200])
+                n += 1
+
+        with tqdm(total=round(duration_s), desc=f"graph load c={concurrency}", unit="s",
+                  disable=not progress) as bar:  # fmt: skip
+
+            async def tick() -> None:
+                while bar.n < bar.total:
+                    await asyncio.sleep(1)
+                    bar.set_postfix(answers=len(latencies), errors=len(errors))
+                    bar.update()
+
+            ticker = asyncio.create_task(tick())
+            await asyncio.gather(*(client(i, sid) for i, sid in enumerate(sids)))
+            ticker.cancel()
+        elapsed = time.perf_counter() - started
+    has = bool(latencies)
+    return {
+        "concurrency": concurrency,
+        "answers": len(latencies),
+        "errors": len(errors),
+        "error_examples": sorted(set(errors))[:3],
+        "elapsed_s": round(elapsed, 2),
+        "throughput_per_s": round(len(latencies) / elapsed, 2),
+        "p50_s": pct(latencies, 50) if has else None,
+        "p99_s": pct(latencies, 99) if has else None,
+        "mean_s": round(statistics.fmean(latencies), 3) if has else None,
+    }

@@ -1,0 +1,219 @@
+"""`make bench`: the benchmarks of benchmarks/ in one run -> results.json, PNG plots, REPORT.md.
+
+    python -m benchmarks.run_all [--skip PART ...] [--quick] [--budget-minutes 30]
+
+Parts, in this order (each a ratio or a distribution measured side by side in this run):
+
+  breakdown  one chat answer split into model, tools, embedding, retrieval, store and rest,
+             per question type, real local model (benchmarks/bench_breakdown.py)
+  peer       Ask CROW's loop vs a pydantic-ai peer on the evaluation questions, same model
+             (benchmarks/peer.py, benchmarks/agent_compare.py)
+  graph      the Serve graph with a scripted model: per-request overhead vs one process, and
+             throughput / p50 / p99 at 1, 8, 32, 64 clients (benchmarks/bench_graph.py)
+  search     vector search p50 / p99 and recall at 100k and 1M vectors (bench_search.py)
+  reindex    interactions reindexed through the Ray Data job (100k rows) vs the single-process
+             loop on a smaller sample, rows/s compared (bench_reindex.py)
+
+About 30 minutes on 2 cores at the default sizes. On a slower (or busier) machine
+``--budget-minutes`` trims the peer's questions (kinds in turn) and the reindex row counts
+to what the measured speed fits; the report says so where it happened.
+Data and indexes come from ``--var`` (`make data`; missing indexes are built first); the
+benchmarks' own chat databases, seeded data and indexes go to ``--work-dir``. A failing part
+is recorded and the run goes on; the exit status is 1 if any part failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gc
+import json
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from benchmarks.bench_common import ORG, ROOT, log, machine_info
+from benchmarks.parts import RUNNERS, peer_api
+
+PARTS = ("breakdown", "peer", "graph", "search", "reindex")
+EVAL_FILE = ROOT.parent / "shared" / "evals" / "queries.jsonl"
+
+
+@dataclass(frozen=True)
+class Sizes:
+    breakdown_reps: int = 1
+    breakdown_per_type: int | None = None  # None: every question of a type
+    overhead_rounds: int = 10
+    load_levels: tuple[int, ...] = (1, 8, 32, 64)
+    load_duration_s: float = 12.0
+    model_latency_ms: float = 200.0
+    search_sizes: tuple[int, ...] = (100_000, 1_000_000)
+    search_queries: int = 200
+    reindex_rows: int = 100_000
+    reindex_single_rows: int = 20_000
+    peer_limit: int | None = None  # None: every question of the file
+
+
+QUICK = Sizes(
+    breakdown_per_type=1, overhead_rounds=2, load_levels=(1, 4), load_duration_s=2.0,
+    search_sizes=(5_000,), search_queries=20, reindex_rows=1_000, reindex_single_rows=500,
+    peer_limit=2,
+)  # fmt: skip
+
+
+class Run:
+    """One benchmark run: its options, shared components (loaded once, on first use) and
+    results, written to results.json after every part."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        from benchmarks.inprocess import bench_settings
+
+        self.args = args
+        self.sizes = QUICK if args.quick else Sizes()
+        self.started = time.perf_counter()
+        self.settings = bench_settings(args.config, args.var, args.work_dir / "chat.duckdb")
+        self.results: dict[str, Any] = {
+            "benchmark": "benchmarks/run_all.py",
+            "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "argv": sys.argv[1:],
+            "quick": args.quick,
+            "sizes": asdict(self.sizes),
+            "machine": machine_info(),
+            "parts": {},
+        }
+        self._embedder: Any = None
+        self._model: Any = None
+        self._indexed = False
+
+    # -- shared components ------------------------------------------------------------------
+    def embedder(self) -> Any:
+        if self._embedder is None:
+            from benchmarks.inprocess import load_embedder
+
+            started = time.perf_counter()
+            self._embedder = load_embedder(self.settings)
+            self.results["machine"]["embedder_load_s"] = round(time.perf_counter() - started, 1)
+        return self._embedder
+
+    def indexed_embedder(self) -> Any:
+        """The embedder, once the demo org's indexes exist (built here when missing)."""
+        embedder = self.embedder()
+        if not self._indexed:
+            from benchmarks.inprocess import ensure_indexes
+
+            started = time.perf_counter()
+            built = ensure_indexes(self.settings, ORG, embedder, progress=True)
+            self.results["indexes_built"] = {"collections": built,
+                                             "wall_s": round(time.perf_counter() - started, 1)}  # fmt: skip
+            self._indexed = True
+        return embedder
+
+    def model(self) -> Any:
+        """The configured model (serve_config.yaml: the real local model), loaded once."""
+        if self._model is None:
+            from deployments.llm import make_chat_model
+
+            log(f"loading the model ({self.settings.llm.backend}: {self.settings.llm.model})")
+            started = time.perf_counter()
+            self._model = make_chat_model(self.settings.llm, self.settings)
+            self.results["machine"]["model_load_s"] = round(time.perf_counter() - started, 1)
+        return self._model
+
+    def release_model(self) -> None:
+        if self._model is not None:
+            with contextlib.suppress(Exception):
+                self._model.close()
+            self._model = None
+            gc.collect()
+
+    def app(self, name: str):
+        from benchmarks.inprocess import InProcessApp, bench_settings
+
+        settings = bench_settings(
+            self.args.config, self.args.var, self.args.work_dir / f"{name}.duckdb"
+        )
+        return InProcessApp.open(settings, self.indexed_embedder())
+
+    def left_s(self) -> float | None:
+        """Seconds left of --budget-minutes, less a minute for the report; None: no budget."""
+        if self.args.budget_minutes <= 0:
+            return None
+        return self.args.budget_minutes * 60 - (time.perf_counter() - self.started) - 60
+
+    # -- bookkeeping --------------------------------------------------------------------------
+    def part(self, name: str, fn: Callable[[], dict[str, Any]]) -> None:
+        entry: dict[str, Any] = {"status": "running"}
+        self.results["parts"][name] = entry
+        log(f"== {name} ==")
+        started = time.perf_counter()
+        try:
+            result = fn()
+        except Exception as exc:
+            traceback.print_exc()
+            entry.update(status="failed", error=f"{type(exc).__name__}: {exc}"[:300])
+        else:
+            if skipped := result.pop("skipped", None):
+                entry.update(status="skipped", note=skipped)
+            else:
+                entry["status"] = "ok"
+                self.results[name] = result
+        entry["wall_s"] = round(time.perf_counter() - started, 1)
+        log(f"== {name}: {entry['status']} in {entry['wall_s']:.0f} s ==")
+        self.save()
+
+    def save(self) -> None:
+        self.results["total_s"] = round(time.perf_counter() - self.started, 1)
+        self.args.out_dir.mkdir(parents=True, exist_ok=True)
+        (self.args.out_dir / "results.json").write_text(
+            json.dumps(self.results, indent=2, default=str)
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog="\n".join(__doc__.splitlines()[4:]))  # fmt: skip
+    parser.add_argument("--skip", choices=PARTS, action="append", default=[], help="repeatable")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes (for tests)")
+    parser.add_argument("--budget-minutes", type=float, default=30.0,
+                        help="trim the peer questions and the reindex sizes to fit (0: never)")  # fmt: skip
+    parser.add_argument("--var", type=Path, default=ROOT / "var", help="data and indexes")
+    parser.add_argument("--work-dir", type=Path, default=ROOT / "var" / "bench-work")
+    parser.add_argument("--out-dir", type=Path, default=ROOT / "var" / "bench")
+    parser.add_argument("--config", type=Path, default=ROOT / "serve_config.yaml")
+    parser.add_argument("--eval-file", type=Path, default=EVAL_FILE, help="peer questions")
+    args = parser.parse_args(argv)
+    for name, value in (("HF_HUB_OFFLINE", "1"), ("TRANSFORMERS_OFFLINE", "1"),
+                        ("RAY_USAGE_STATS_ENABLED", "0")):  # fmt: skip
+        os.environ.setdefault(name, value)
+    args.work_dir.mkdir(parents=True, exist_ok=True)
+    run = Run(args)
+    log(f"machine: {json.dumps(run.results['machine'])}")
+    try:
+        for name in PARTS:
+            if name in args.skip:
+                run.results["parts"][name] = {"status": "skipped", "note": "--skip"}
+                continue
+            run.part(name, lambda name=name: RUNNERS[name](run))
+    finally:
+        run.release_model()
+        run.save()
+        from benchmarks.report import write_report
+
+        api = peer_api() if "peer" in run.results else None
+        report = write_report(run.results, args.out_dir, peer_table=api[1] if api else None)
+        print(f"\nresults: {args.out_dir / 'results.json'}\nreport:  {report}", flush=True)
+    failed = [n for n, p in run.results["parts"].items() if p["status"] == "failed"]
+    if failed:
+        print(f"failed parts: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

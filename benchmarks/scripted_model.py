@@ -1,0 +1,108 @@
+"""The benchmarks' scripted model: greeting, single-tool and multi-tool answers by rule.
+
+It costs no generation time, so what remains of an answer's latency is the app's own. Each
+model call first sleeps the latency written in the file named by ``$BENCH_MODEL_LATENCY_FILE``
+(milliseconds; no variable or no file: 0). The file is read per call, so one running Serve
+app serves both the zero-latency overhead runs and the fixed-latency load runs; the variable
+is set before Ray starts, so the LLM replica inherits it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from crow.agent.router import is_count_question, is_small_talk
+from models.messages import (
+    AssistantTurn,
+    Message,
+    ModelParams,
+    NamedToolChoice,
+    ToolCall,
+    ToolSpec,
+)
+from models.testing import ScriptedChatModel
+
+LATENCY_FILE_ENV = "BENCH_MODEL_LATENCY_FILE"
+
+
+def latency_s() -> float:
+    path = os.environ.get(LATENCY_FILE_ENV)
+    try:
+        return float(Path(path).read_text()) / 1000 if path else 0.0
+    except (OSError, ValueError):
+        return 0.0
+
+
+def set_latency_ms(path: Path, ms: float) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"{ms:g}")
+
+
+def rule(
+    messages: Sequence[Message], tools: Sequence[ToolSpec], params: ModelParams
+) -> AssistantTurn:
+    """Tool results -> a short answer from them; a routed call -> that tool; otherwise a count
+    -> the summary, small talk -> a greeting, anything else -> products and patterns at once."""
+    question = next((m.content for m in reversed(messages) if m.role == "user"), "")
+    if messages[-1].role == "tool" or not tools or params.tool_choice == "none":
+        return AssistantTurn(text=_answer(messages))
+    if isinstance(params.tool_choice, NamedToolChoice):
+        name = params.tool_choice.name
+        args = {} if name == "get_interaction_summary" else {"query": question}
+        return _calls((name, args))
+    if is_count_question(question):
+        return _calls(("get_interaction_summary", {}))
+    if is_small_talk(question):
+        return AssistantTurn(text="Hello! Ask me about your retail data.")
+    return _calls(
+        ("search_products", {"query": question, "sort": "popularity"}),
+        ("search_patterns", {"query": question}),
+    )
+
+
+def _calls(*calls: tuple[str, dict]) -> AssistantTurn:
+    return AssistantTurn(
+        tool_calls=tuple(
+            ToolCall(id=f"c{i}", name=n, arguments=a) for i, (n, a) in enumerate(calls)
+        ),
+        finish_reason="tool_calls",
+    )
+
+
+def _answer(messages: Sequence[Message]) -> str:
+    results = []
+    for m in reversed(messages):
+        if m.role != "tool":
+            break
+        results.append(json.loads(m.content))
+    if not results:
+        return "Hello! Ask me about your retail data."
+    parts = []
+    for r in reversed(results):
+        if "total_interactions" in r:
+            parts.append(f"You have {r['total_interactions']:,} interactions.")
+        for key in ("products", "patterns", "interactions", "documents"):
+            if rows := r.get(key):
+                titles = ", ".join(str(row.get("title") or row.get("id")) for row in rows[:3])
+                parts.append(f"Top {key}: {titles}.")
+    return " ".join(parts) or "I found nothing about that."
+
+
+class BenchModel(ScriptedChatModel):
+    """The rule above for every request, after the configured latency; never runs out."""
+
+    async def request(self, messages, tools=(), params=None):
+        self.add(rule)
+        self.calls.clear()  # long runs: keep no history of requests
+        if (delay := latency_s()) > 0:
+            await asyncio.sleep(delay)
+        return await super().request(messages, tools, params)
+
+
+def bench_model() -> BenchModel:
+    """The factory named in the app's ``llm: {backend: custom, factory: ...}``."""
+    return BenchModel()
