@@ -44,7 +44,7 @@ def count_is_wrong(text: str, summary: dict[str, Any]) -> bool:
 _NAMED = re.compile(
     r"\*\*([^*\n]{3,80})\*\*|^\s*(?:[-*]|\d+\.)\s+([^:\n—]{3,80}?)\s*(?::|—| - )", re.M
 )
-_WORD = re.compile(r"[a-z0-9]{3,}")
+_WORD = re.compile(r"[a-z][a-z0-9]{2,}")  # words, not figures (counts are checked apart)
 
 
 _GENERIC = frozenset(

@@ -283,9 +283,8 @@ class Agent:
         )  # fmt: skip
         started = time.perf_counter()
         try:
-            # The schemas are sent even when no tool may be called: the prompt then starts
-            # like the calls before it, and the model's prefix (KV) cache covers it.
-            return await self.model.request(messages or run.messages, self.specs, params)
+            specs = self.specs if tools else []
+            return await self.model.request(messages or run.messages, specs, params)
         finally:
             run.model_s += time.perf_counter() - started
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import re
 from datetime import datetime
+from typing import Any
 
 
 def system_prompt(org_name: str, *, today: datetime | None = None) -> str:
@@ -34,13 +37,22 @@ SMALL_TALK_NOTE = (
 )
 
 
+_RESULT = "Result of {name} (JSON):"
+_RESULT_LINE = re.compile(r"^Result of (\w+) \(JSON\):\n(.*)$", re.M)
+
+
+def results_in_question(text: str) -> list[tuple[str, dict[str, Any]]]:
+    """The tool results ``answer_from_data`` put into a question (for scripted test models)."""
+    return [(name, json.loads(content)) for name, content in _RESULT_LINE.findall(text)]
+
+
 def answer_from_data(question: str, results: list[tuple[str, str]]) -> str:
     """The question with the tools' results, for a model that only writes the answer.
 
     A small model shown results as tool messages tends to copy them back; shown them as data
     inside the question, it summarizes them.
     """
-    data = "\n\n".join(f"Result of {name} (JSON):\n{content}" for name, content in results)
+    data = "\n\n".join(f"{_RESULT.format(name=name)}\n{content}" for name, content in results)
     return (
         f"{question}\n\n{data}\n\n"
         "Answer the question above in a few sentences of plain English (a short markdown list "
