@@ -65,8 +65,9 @@ async def compare(
                   disable=not progress) as bar:  # fmt: skip
             for n, question in enumerate(questions, start=1):
                 for name in agents:
+                    answers.clear()
                     rows[name].append(await evaluate_question(runners[name], question, env))
-                    if name == "peer":
+                    if name == "peer" and answers:  # none when it ran out of time
                         answer = answers[-1]
                         rows[name][-1].update(requests=answer.requests, trace=answer.trace)
                     if progress:

@@ -176,3 +176,14 @@ def test_a_count_for_the_asked_filters_is_graded_grounded(demo, env):
                                sources=[], fallback=None, timings={})  # fmt: skip
 
     assert asyncio.run(evaluate_question(wrong, question, env))["grounded"] is False
+
+
+def test_compare_records_agents_that_run_out_of_time(demo):
+    model = ScriptedChatModel([respond] * 10, latency_s=1.0)
+    result = asyncio.run(
+        compare(model, [COUNT], demo.settings, ORG, embedder=demo.embedder, progress=False,
+                answer_timeout_s=0.3)
+    )  # fmt: skip
+    for name in ("askcrow", "peer"):
+        (row,) = result[name]["rows"]
+        assert row["error"] == "no answer within 0.3s" and not row["tools_ok"]
