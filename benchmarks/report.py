@@ -113,8 +113,7 @@ def main_table(results: dict[str, Any]) -> str:
             f"Ray Data {ray['rows']:,} rows: {ray['rows_per_s']:.0f} rows/s ({ray['wall_s']:.0f} s); "
             f"single process {one['rows']:,} rows: {one['rows_per_s']:.0f} rows/s "
             f"({one['wall_s']:.0f} s); Ray / single **x{r['ratio_ray_over_single_rows_per_s']:.2f}**",
-            ("single process on a smaller sample (rows/s compared)"
-             if one["rows"] != ray["rows"] else "same rows")
+            "rows/s compared, each path on its own seeded sample"
             + ("; sizes reduced to fit the time budget" if r.get("reduced") else ""),
         ))  # fmt: skip
     else:
@@ -189,7 +188,9 @@ def _graph_section(results: dict[str, Any]) -> list[str]:
         ]  # fmt: skip
         out += [
             f"Load: scripted model sleeping {lo['model_latency_ms']:g} ms per call; "
-            f"{lo['questions']}; {lo['duration_s']:g} s per level, one session per client.",
+            f"{lo['questions']}; {lo['duration_s']:g} s per level, one session per client "
+            "asking back to back; answers/s over the level's duration plus the drain of the "
+            "requests still in flight.",
             "",
             _table(
                 ("clients", "answers", "answers/s", "p50 s", "p99 s", "errors", "examples"), rows
@@ -242,7 +243,7 @@ def _run_section(results: dict[str, Any]) -> list[str]:
         f"`{' '.join(['python -m benchmarks.run_all', *results.get('argv', [])])}`. "
         "All figures: `results.json`.",
         "",
-        "Machine: " + ", ".join(f"{k} {v}" for k, v in machine.items()),
+        "Machine: " + ", ".join(f"{k} {_rounded(v)}" for k, v in machine.items()),
     ]
 
 
@@ -257,6 +258,14 @@ def _status(results: dict[str, Any], part: str) -> str:
 def _machine_line(m: dict[str, Any]) -> str:
     load = m.get("loadavg_at_start") or [None]
     return f"{m.get('cpu') or 'CPU'}, {m.get('nproc', '?')} cores, load average {_fmt(load[0], '{:.1f}')} at start"
+
+
+def _rounded(value: Any) -> Any:
+    if isinstance(value, float):
+        return round(value, 2)
+    if isinstance(value, list):
+        return [_rounded(v) for v in value]
+    return value
 
 
 def _ms(seconds: float) -> str:
