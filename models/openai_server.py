@@ -6,9 +6,11 @@ model to exercise the OpenAI client backend end to end.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable
+from typing import Any, TypeVar
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
@@ -31,6 +33,7 @@ from models.openai_wire import (
 )
 
 MAX_BODY_BYTES = 1_000_000
+T = TypeVar("T")
 
 
 def build_openai_app(
@@ -78,12 +81,37 @@ def openai_router(
             events = _sse(model, messages, tools, params, model_name)
             return StreamingResponse(events, media_type="text/event-stream")
         try:
-            turn = await model.request(messages, tools, params)
+            turn = await _unless_disconnected(request, model.request(messages, tools, params))
         except ModelError as exc:
             return _model_error(exc)
+        except ClientGone:
+            return _error(499, "client_closed_request", "the client closed the connection")
         return JSONResponse(completion_response(turn, model_name))
 
     return app
+
+
+class ClientGone(Exception):
+    """The client closed its connection before the answer was ready."""
+
+
+async def _unless_disconnected(request: Request, work: Awaitable[T], poll_s: float = 0.25) -> T:
+    """`work`'s result, or ClientGone once the client has disconnected; the work is then
+    cancelled, which stops a local generation at its next token instead of letting it run
+    to max_tokens for nobody (and hold up the requests queued behind it)."""
+    task = asyncio.ensure_future(work)
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=poll_s)
+            if done:
+                return task.result()
+            if await request.is_disconnected():
+                raise ClientGone
+    finally:
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
 
 
 async def _sse(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -241,3 +242,29 @@ def test_calls_the_model_got_wrong_stay_wrong_through_the_server(
         "tool call is not valid JSON",
         "unknown tool 'find_tents'",
     ]
+
+
+class _SlowModel(ScriptedChatModel):
+    """Answers after `latency_s`; records whether its request was cancelled instead."""
+
+    def __init__(self, latency_s: float) -> None:
+        super().__init__([ANSWER], latency_s=latency_s)
+        self.cancelled = threading.Event()
+
+    async def request(self, messages, tools=(), params=None):  # type: ignore[no-untyped-def]
+        try:
+            return await super().request(messages, tools, params)
+        except asyncio.CancelledError:
+            self.cancelled.set()
+            raise
+
+
+def test_server_stops_the_model_when_the_client_hangs_up() -> None:
+    """A client that gives up (its own timeout) must not leave the model generating for
+    nobody, holding up the requests queued behind it."""
+    slow = _SlowModel(latency_s=30.0)
+    with serve_in_thread(build_openai_app(slow)) as url:
+        body = {"messages": [{"role": "user", "content": "hi"}]}
+        with pytest.raises(httpx.TimeoutException):
+            httpx.post(f"{url}/v1/chat/completions", json=body, timeout=0.3)
+        assert slow.cancelled.wait(5.0), "the model kept running after the client left"
