@@ -107,7 +107,6 @@ class _Run:
     model_s: float = 0.0
     tools_s: float = 0.0
     route_s: float = 0.0
-    route: Route | None = None
 
 
 class Agent:
@@ -196,7 +195,7 @@ class Agent:
             ):
                 # The routed call came out malformed: its arguments are all optional, and the
                 # ones the question states are filled in from the question itself.
-                args = {} if choice.name == "get_interaction_summary" else {"query": question}
+                args = _question_arguments(choice.name, question)
                 turn = AssistantTurn(
                     tool_calls=(ToolCall(id="routed", name=choice.name, arguments=args),)
                 )
@@ -231,7 +230,6 @@ class Agent:
             return None
         finally:
             run.route_s += time.perf_counter() - started
-        run.route = route
         return None if route.abstained else route
 
     async def _follow(
@@ -262,8 +260,7 @@ class Agent:
             named = [c for c in turn.tool_calls if c.name == name]
             if named:
                 return named[0]
-        base = {} if name == "get_interaction_summary" else {"query": question}
-        arguments, _ = fill_arguments(name, question, base)
+        arguments, _ = fill_arguments(name, question, _question_arguments(name, question))
         return ToolCall(id=call_id, name=name, arguments=arguments)
 
     async def _small_talk(self, run: _Run, question: str) -> str:
@@ -379,6 +376,12 @@ def _replace_question(messages: Sequence[Message], content: str) -> list[Message
     last = max(i for i, m in enumerate(out) if m.role == "user")
     out[last] = Message.user(content)
     return out
+
+
+def _question_arguments(tool: str, question: str) -> dict[str, Any]:
+    """A call's arguments when the model wrote none usable: the summary takes none (all its
+    filters are optional), a search takes the question as its query."""
+    return {} if tool == "get_interaction_summary" else {"query": question}
 
 
 def _hint(route: Route) -> str:
