@@ -47,10 +47,12 @@ browser:
 data: setup
 	$(PY) -m jobs.seed_demo --if-missing
 
-# Tool selection, grounding and latency of the configured model on an evaluation file.
+# Tool selection, grounding and latency of the configured model on an evaluation file;
+# e.g. EVAL_ARGS="--peer --baseline" adds the pydantic-ai peer and Ask CROW with its aids off.
 EVAL_FILE ?= ../shared/evals/queries.jsonl
+EVAL_ARGS ?=
 eval: data
-	$(PY) -m jobs.eval --eval-file $(EVAL_FILE)
+	$(PY) -m jobs.eval --eval-file $(EVAL_FILE) $(EVAL_ARGS)
 
 # Every benchmark of benchmarks/ (~30 min on 2 cores): var/bench/results.json, REPORT.md and
 # PNG plots; e.g. BENCH_ARGS="--skip peer" or "--quick". Retrieval alone: python -m benchmarks.retrieval_bench

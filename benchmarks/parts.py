@@ -69,7 +69,12 @@ def run_peer(run: Run) -> dict[str, Any]:
         return {"skipped": f"no evaluation file at {run.args.eval_file}"}
     from jobs.eval import load_questions
 
-    questions = kinds_in_turn(load_questions(run.args.eval_file))[: run.sizes.peer_limit]
+    every = load_questions(run.args.eval_file)
+    questions = kinds_in_turn(every)[: run.sizes.peer_limit]
+    sample = None
+    if len(questions) < len(every):
+        sample = (f"{len(questions)} of the file's {len(every)} questions, kinds in turn "
+                  f"(--peer-questions; `make eval EVAL_ARGS=--peer` asks them all)")  # fmt: skip
     left = run.left_s()
     allotted = None if left is None else left - RESERVE_S
     results: list[dict[str, Any]] = []
@@ -113,8 +118,8 @@ def run_peer(run: Run) -> dict[str, Any]:
     note = "; ".join(notes) or None
     if note:
         log(f"peer: {note}")
-    return {**merge_comparisons(results), "eval_file": str(run.args.eval_file), "reduced": note,
-            "failed_questions": failed}  # fmt: skip
+    return {**merge_comparisons(results), "eval_file": str(run.args.eval_file), "sample": sample,
+            "reduced": note, "failed_questions": failed}  # fmt: skip
 
 
 def kinds_in_turn(questions: list[dict[str, Any]]) -> list[dict[str, Any]]:

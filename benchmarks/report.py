@@ -120,12 +120,19 @@ def main_table(results: dict[str, Any]) -> str:
         rows.append(("reindex", _status(results, "reindex"), ""))
     p = results.get("peer")
     if p and "askcrow" in p:
-        c, q = p["askcrow"]["summary"]["all"], p["peer"]["summary"]["all"]
+        ours, theirs = p["askcrow"]["summary"], p["peer"]["summary"]
+        c, q = ours["all"], theirs["all"]
+        per_kind = ", ".join(
+            f"{kind} {ours[kind]['tool_accuracy']:.2f} / {theirs[kind]['tool_accuracy']:.2f}"
+            for kind in ours
+            if kind != "all" and kind in theirs
+        )
         rows.append((
             f"peer ({p.get('peer_framework', 'peer')})",
-            f"{c['n']} questions: tool accuracy {c['tool_accuracy']:.2f} / {q['tool_accuracy']:.2f}, "
-            f"p50 {c['latency_p50_s']:.1f} / {q['latency_p50_s']:.1f} s (Ask CROW / peer)",
+            f"{c['n']} questions: tool accuracy {c['tool_accuracy']:.2f} / {q['tool_accuracy']:.2f} "
+            f"({per_kind}); p50 {c['latency_p50_s']:.1f} / {q['latency_p50_s']:.1f} s (Ask CROW / peer)",
             "same model, tools and questions; table below"
+            + (f"; {p['sample']}" if p.get("sample") else "")
             + (f"; {p['reduced']}" if p.get("reduced") else ""),
         ))  # fmt: skip
     else:

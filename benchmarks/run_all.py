@@ -6,7 +6,8 @@ Parts, in this order (each a ratio or a distribution measured side by side in th
 
   breakdown  one chat answer split into model, tools, embedding, retrieval, store and rest,
              per question type, real local model (benchmarks/bench_breakdown.py)
-  peer       Ask CROW's loop vs a pydantic-ai peer on the evaluation questions, same model
+  peer       Ask CROW's loop vs a pydantic-ai peer on the evaluation questions, same model:
+             11 of them by default, every kind at least twice (--peer-questions; 0: all)
              (benchmarks/peer.py, benchmarks/agent_compare.py)
   graph      the Serve graph with a scripted model: per-request overhead vs one process, and
              throughput / p50 / p99 at 1, 8, 32, 64 clients (benchmarks/bench_graph.py)
@@ -33,7 +34,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -57,7 +58,11 @@ class Sizes:
     search_queries: int = 200
     reindex_rows: int = 100_000
     reindex_single_rows: int = 20_000
-    peer_limit: int | None = None  # None: every question of the file
+    peer_limit: int | None = 11
+    """Questions the peer comparison asks (kinds in turn; None: every question of the file).
+    The peer takes 30-120 s a question with the CPU model, so all 22 of the evaluation file
+    need about 25 minutes on their own: `make bench` asks half of them, every kind at least
+    twice, and `make eval EVAL_ARGS=--peer` asks them all."""
 
 
 QUICK = Sizes(
@@ -76,6 +81,8 @@ class Run:
 
         self.args = args
         self.sizes = QUICK if args.quick else Sizes()
+        if (asked := getattr(args, "peer_questions", None)) is not None:
+            self.sizes = replace(self.sizes, peer_limit=asked or None)
         self.started = time.perf_counter()
         self.settings = bench_settings(args.config, args.var, args.work_dir / "chat.duckdb")
         self.results: dict[str, Any] = {
@@ -188,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out-dir", type=Path, default=ROOT / "var" / "bench")
     parser.add_argument("--config", type=Path, default=ROOT / "serve_config.yaml")
     parser.add_argument("--eval-file", type=Path, default=EVAL_FILE, help="peer questions")
+    parser.add_argument("--peer-questions", type=int, default=None,
+                        help=f"questions for the peer comparison ({Sizes.peer_limit}; 0: all)")  # fmt: skip
     args = parser.parse_args(argv)
     for name, value in (("HF_HUB_OFFLINE", "1"), ("TRANSFORMERS_OFFLINE", "1"),
                         ("RAY_USAGE_STATS_ENABLED", "0")):  # fmt: skip

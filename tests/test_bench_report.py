@@ -67,9 +67,11 @@ def _results() -> dict:
                     "max_abs_diff_vectors_sample": 1e-7,
                     "ray_job": {"rows": 100_000, "wall_s": 436.4, "rows_per_s": 229.1, "loadavg_1m": [2, 2]},
                     "single_process": {"rows": 20_000, "wall_s": 81.5, "rows_per_s": 245.4, "loadavg_1m": [2, 2]}},
-        "peer": {"askcrow": {"summary": {"all": {"n": 22, "tool_accuracy": 0.9, "latency_p50_s": 9.0}}},
-                 "peer": {"summary": {"all": {"n": 22, "tool_accuracy": 0.5, "latency_p50_s": 12.0}}},
-                 "peer_framework": "pydantic-ai 2.68"},
+        "peer": {"askcrow": {"summary": {"all": {"n": 22, "tool_accuracy": 0.9, "latency_p50_s": 9.0},
+                                         "count": {"n": 4, "tool_accuracy": 1.0, "latency_p50_s": 5.0}}},
+                 "peer": {"summary": {"all": {"n": 22, "tool_accuracy": 0.5, "latency_p50_s": 12.0},
+                                      "count": {"n": 4, "tool_accuracy": 0.25, "latency_p50_s": 30.0}}},
+                 "peer_framework": "pydantic-ai 2.68", "sample": "11 of the file's 22 questions"},
     }  # fmt: skip
 
 
@@ -82,7 +84,8 @@ def test_report_has_the_main_table_and_the_plots(tmp_path):
                 "| single tool answer | 8.00 s", "| multi tool answer | 20.00 s",
                 "**x2.50** (+15.0 ms)", "| load, concurrency 1 / 8 / 32 / 64 |", "errors 0 / 0 / 0 / 0",
                 "| search 1,000,000 vectors | ivf p50 1.50 / p99 3.00 ms",
-                "Ray / single **x0.93**", "| peer (pydantic-ai 2.68) | 22 questions: tool accuracy 0.90 / 0.50",
+                "Ray / single **x0.93**", "| peer (pydantic-ai 2.68) | 22 questions: tool accuracy 0.90 / 0.50 "
+                "(count 1.00 / 0.25); p50 9.0 / 12.0 s", "11 of the file's 22 questions",
                 "| PEER TABLE |"):  # fmt: skip
         assert row in main, row
     for name in ("breakdown", "overhead", "load"):
