@@ -35,7 +35,9 @@ def load_embedder(settings: AppSettings) -> Any:
     from models.embedder import SentenceTransformerEmbedder
 
     e = settings.embedder
-    return SentenceTransformerEmbedder(e.model, device=e.device, batch_size=e.batch_size)
+    return SentenceTransformerEmbedder(
+        e.model, device=e.device, batch_size=e.batch_size, dtype=e.dtype
+    )
 
 
 def ensure_indexes(

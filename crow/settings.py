@@ -87,6 +87,9 @@ class EmbedderSettings(_Section):
     model: str = Field("all-MiniLM-L6-v2", description="Model id or path; CPU default bundled.")
     device: str = "cpu"
     fp16: bool = False
+    dtype: Literal["auto", "bfloat16", "float32"] = Field(
+        "auto", description="CPU: weight dtype; auto = bfloat16 where the CPU has bf16 kernels."
+    )
     batch_size: int = Field(64, gt=0, description="Texts per forward pass.")
     threads: int | None = Field(None, gt=0, description="CPU: torch threads; default all cores.")
     max_batch_size: int = Field(32, gt=0, description="Serve dynamic batching: most requests.")

@@ -23,6 +23,7 @@ class EmbedderDeployment:
         self.embedder: Embedder = backend(  # type: ignore[call-arg]
             cfg.model, device=cfg.device, fp16=cfg.fp16, batch_size=cfg.batch_size,
             threads=(cfg.threads or os.cpu_count()) if cfg.device == "cpu" else None,
+            dtype=cfg.dtype,
         )  # fmt: skip
         self._embed_batch.set_max_batch_size(cfg.max_batch_size)
         self._embed_batch.set_batch_wait_timeout_s(cfg.batch_wait_timeout_s)

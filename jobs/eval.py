@@ -242,7 +242,9 @@ def real_models(settings: AppSettings) -> tuple[ChatModel, Any]:
     from models.embedder import SentenceTransformerEmbedder
 
     e = settings.embedder
-    embedder = SentenceTransformerEmbedder(e.model, device=e.device, batch_size=e.batch_size)
+    embedder = SentenceTransformerEmbedder(
+        e.model, device=e.device, batch_size=e.batch_size, dtype=e.dtype
+    )
     return make_chat_model(settings.llm, settings), embedder
 
 

@@ -49,6 +49,7 @@ class EmbedBatch:
             embedder["model"], device=embedder["device"], fp16=embedder["fp16"],
             batch_size=embedder["batch_size"],
             threads=(embedder.get("threads") or os.cpu_count()) if cpu else None,
+            dtype=embedder.get("dtype", "auto"),
         )  # fmt: skip
 
     def __call__(self, batch: pa.Table) -> dict[str, np.ndarray]:
@@ -175,7 +176,9 @@ def _embedder_dim(settings: AppSettings) -> int:
     from models.embedder import SentenceTransformerEmbedder
 
     e = settings.embedder
-    return SentenceTransformerEmbedder(e.model, device=e.device, batch_size=e.batch_size).dim
+    return SentenceTransformerEmbedder(
+        e.model, device=e.device, batch_size=e.batch_size, dtype=e.dtype
+    ).dim
 
 
 def notify_retrievers(app: str = "crow") -> None:

@@ -71,7 +71,9 @@ class SentenceTransformerEmbedder:
     """``Embedder`` backed by a sentence-transformers model (id or local path).
 
     The model loads in the constructor (never at import time). ``fp16`` halves the weights
-    and is only applied on non-CPU devices.
+    and is only applied on non-CPU devices; on the CPU ``dtype`` ("auto": bfloat16 where the
+    CPU has bfloat16 kernels, see models/dtypes.py) sets what the weights compute in. The
+    vectors come back as float32 either way.
     """
 
     def __init__(
@@ -82,8 +84,11 @@ class SentenceTransformerEmbedder:
         fp16: bool = False,
         batch_size: int = 64,
         threads: int | None = None,
+        dtype: str = "auto",
     ) -> None:
         from sentence_transformers import SentenceTransformer
+
+        from models.dtypes import resolve_dtype
 
         if threads:  # Ray workers default to 1 thread (from their CPU reservation)
             import torch
@@ -95,16 +100,24 @@ class SentenceTransformerEmbedder:
         self.batch_size = batch_size
         path = resolve_model_path(model)
         self._model: SentenceTransformer = SentenceTransformer(path, device=device)
+        self.dtype = "float32"
         if fp16:
             if device == "cpu":
-                log.info("fp16 ignored for %s on cpu; running float32", model)
+                log.info("fp16 ignored for %s on cpu", model)
             else:
                 self._model.half()
+                self.dtype = "float16"
+        if device == "cpu" and resolve_dtype(dtype) == "bfloat16":
+            import torch
+
+            self._model.to(torch.bfloat16)
+            self.dtype = "bfloat16"
         dim = self._model.get_embedding_dimension()
         if dim is None:
             raise ValueError(f"model {model!r} does not report an embedding dimension")
         self.dim: int = int(dim)
-        log.info("loaded embedder %s (%s, dim=%d, device=%s)", model, path, self.dim, device)
+        log.info("loaded embedder %s (%s, dim=%d, device=%s, %s)", model, path, self.dim, device,
+                 self.dtype)  # fmt: skip
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if isinstance(texts, str):

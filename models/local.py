@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from models.dtypes import resolve_dtype
 from models.errors import ModelError, ModelOverloaded, ModelTimeout, ModelUnavailable
 from models.gguf_assembly import QWEN25_CODER_05B_Q4KM, GGUFSource, assemble_gguf
 from models.local_prompt import forced_prefix, render_prompt
@@ -46,7 +47,7 @@ class LocalModelConfig:
     source: GGUFSource = QWEN25_CODER_05B_Q4KM
     dtype: str = "auto"
     """torch dtype the GGUF weights are dequantized to: "bfloat16", "float32" or "auto"
-    (bfloat16 where the CPU has native bfloat16 kernels, see `resolve_dtype`)."""
+    (bfloat16 where the CPU has native bfloat16 kernels, see models/dtypes.py)."""
     max_waiting: int = 8
     """Requests allowed to wait behind the running generation before ModelOverloaded."""
     threads: int | None = None
@@ -82,25 +83,6 @@ class _Job:
     cancel: threading.Event = field(default_factory=threading.Event)
     stats: GenerationStats = field(default_factory=GenerationStats)
     timed_out: bool = False
-
-
-def resolve_dtype(name: str) -> str:
-    """`name`, with "auto" made concrete: "bfloat16" where oneDNN has bfloat16 kernels for
-    this CPU (AVX512-BF16 or AMX), else "float32".
-
-    Measured on this project's 2-core AVX512-BF16 machine (benchmarks/llm_bench.py): bfloat16
-    reads the prompt about 2.8x and generates about 1.6x as fast as float32, with the same
-    greedy output on the agent's prompts.
-    """
-    if name != "auto":
-        return name
-    import torch
-
-    try:
-        fast_bf16 = bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    except (AttributeError, RuntimeError):  # a build without oneDNN
-        fast_bf16 = False
-    return "bfloat16" if fast_bf16 else "float32"
 
 
 class LocalChatModel:
