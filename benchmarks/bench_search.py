@@ -11,43 +11,22 @@ import numpy as np
 from benchmarks.bench_common import load, log, pct
 
 
-def clustered(rows: int, dim: int, seed_: int, clusters: int = 1000) -> np.ndarray:
-    from models.embedder import l2_normalize
-
-    rng = np.random.default_rng(seed_)
-    centers = l2_normalize(rng.normal(size=(clusters, dim)))
-    out = np.empty((rows, dim), dtype=np.float32)
-    for start in range(0, rows, 100_000):
-        m = min(100_000, rows - start)
-        noise = rng.normal(0, 0.8 / np.sqrt(dim), (m, dim))
-        out[start : start + m] = l2_normalize(centers[rng.integers(0, clusters, m)] + noise)
-    return out
-
-
 def bench_search(args, embedder) -> dict[str, Any]:
     import faiss
 
-    from benchmarks.recall_1m import expand, query_sentences, recall
+    from benchmarks.recall_1m import base_vectors, expand, query_sentences, recall
     from indexes.vector_index import IndexParams, VectorIndex
 
-    cache = args.base_cache
-    if cache.exists():
-        base = np.load(cache)
-        queries = embedder.embed(query_sentences(args.queries, seed=2))
-        data_note = (
-            f"real MiniLM embeddings of {len(base):,} generated sentences ({cache}), expanded "
-            "with benchmarks.recall_1m.expand(mix=0.5, noise=0.6, seed=3); queries are MiniLM "
-            "embeddings of held-out query sentences"
-        )
+    base = base_vectors(args.base_cache, embedder.embed)
+    queries = embedder.embed(query_sentences(args.queries, seed=2))
+    data_note = (
+        f"real MiniLM embeddings of {len(base):,} generated sentences ({args.base_cache}), "
+        "expanded with benchmarks.recall_1m.expand(mix=0.5, noise=0.6, seed=3); queries are "
+        "MiniLM embeddings of held-out query sentences"
+    )
 
-        def make(rows: int) -> np.ndarray:
-            return expand(base, rows, mix=0.5, noise=0.6, seed=3)
-    else:
-        queries = clustered(args.queries, 384, seed_=99)
-        data_note = "random clustered unit vectors (1000 gaussian clusters); no cached embeddings"
-
-        def make(rows: int) -> np.ndarray:
-            return clustered(rows, 384, seed_=3)
+    def make(rows: int) -> np.ndarray:
+        return expand(base, rows, mix=0.5, noise=0.6, seed=3)
 
     defaults = IndexParams()
     report: dict[str, Any] = {

@@ -17,6 +17,7 @@ import json
 import platform
 import random
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
@@ -101,6 +102,19 @@ def base_sentences(n: int, seed: int) -> list[str]:
     return [f"A customer {a} the {p} {c} {t}." for p, a, c, t in combos[:n]]
 
 
+def base_vectors(
+    cache: Path, embed: Callable[[list[str]], np.ndarray], n: int = 30_000
+) -> np.ndarray:
+    """MiniLM vectors of ``base_sentences(n, seed=1)`` (at most 18,144 distinct ones), from
+    ``cache`` or embedded now and saved there."""
+    if cache.exists():
+        return np.load(cache)
+    base = embed(base_sentences(n, seed=1))
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    np.save(cache, base)
+    return base
+
+
 def query_sentences(n: int, seed: int) -> list[str]:
     rng = random.Random(seed)
     return [
@@ -172,13 +186,7 @@ def main() -> None:
 
     cache = args.out.parent / f"minilm_base_{args.base}.npy"
     embedder = SentenceTransformerEmbedder(BUNDLED_MINILM)
-    started = time.perf_counter()
-    if cache.exists():
-        base = np.load(cache)
-    else:
-        base = embedder.embed(base_sentences(args.base, seed=1))
-        np.save(cache, base)
-        report["embed_sentences_per_s"] = args.base / (time.perf_counter() - started)
+    base = base_vectors(cache, embedder.embed, args.base)
     queries = embedder.embed(query_sentences(args.queries, seed=2))
     data = expand(base, args.rows, mix=args.mix, noise=args.noise, seed=3)
     ids = np.char.add("r", np.arange(args.rows).astype(np.str_))
