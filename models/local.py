@@ -34,6 +34,7 @@ from models.messages import (
     Usage,
 )
 from models.prefix_cache import PrefixCache
+from models.repetition import loop_cut
 from models.streaming import TextDeltaFilter
 from models.toolparse import parse_tool_calls
 
@@ -65,6 +66,8 @@ class GenerationStats:
     queued_s: float = 0.0
     first_token_s: float | None = None
     total_s: float = 0.0
+    loop_cut: bool = False
+    """The answer started repeating itself and was stopped and cut (models/repetition.py)."""
 
     @property
     def tokens_per_s(self) -> float:
@@ -83,6 +86,8 @@ class _Job:
     cancel: threading.Event = field(default_factory=threading.Event)
     stats: GenerationStats = field(default_factory=GenerationStats)
     timed_out: bool = False
+    guard_loops: bool = False
+    """A text-only answer: stop and cut it when it starts looping (models/repetition.py)."""
 
 
 class LocalChatModel:
@@ -198,6 +203,7 @@ class LocalChatModel:
             await self._ensure_loaded()
             prefill = forced_prefix(tools, job.params)
             job.prompt = render_prompt(self._tokenizer, messages, tools, job.params) + prefill
+            job.guard_loops = not tools or job.params.tool_choice == "none"
             self._admit()
         except BaseException:
             if job.streamer is not None:  # nothing will run: release the stream's reader
@@ -250,6 +256,11 @@ class LocalChatModel:
                         input_ids[0, max(prompt_len[0], input_ids.shape[1] - 24) :]
                     )
                     stop = any(s in tail for s in stop_strings)
+                if job.guard_loops and not stop and "\n" in tokenizer.decode(input_ids[0, -1:]):
+                    written = tokenizer.decode(
+                        input_ids[0, prompt_len[0] :], skip_special_tokens=True
+                    )
+                    stop = loop_cut(written) is not None
                 job.timed_out = job.timed_out or time.monotonic() > job.deadline
                 return torch.full((input_ids.shape[0],), stop, dtype=torch.bool)
 
@@ -280,7 +291,12 @@ class LocalChatModel:
             stats.prompt_tokens = int(inputs["input_ids"].shape[1])
             stats.completion_tokens = int(new_ids.shape[0])
             stats.total_s = time.monotonic() - started
-            return str(self._tokenizer.decode(new_ids, skip_special_tokens=True))
+            text = str(self._tokenizer.decode(new_ids, skip_special_tokens=True))
+            if job.guard_loops and (cut := loop_cut(text)) is not None:
+                log.info("cut a repetition loop after %d tokens", stats.completion_tokens)
+                stats.loop_cut = True
+                text = text[:cut]
+            return text
         except Exception as exc:
             raise ModelError(f"local generation failed: {exc!r}") from exc
         finally:
@@ -292,7 +308,7 @@ class LocalChatModel:
     def _turn(self, raw: str, job: _Job, tools: Sequence[ToolSpec]) -> AssistantTurn:
         stats = job.stats
         usage = Usage(prompt_tokens=stats.prompt_tokens, completion_tokens=stats.completion_tokens)
-        hit_limit = stats.completion_tokens >= job.params.max_tokens
+        hit_limit = stats.completion_tokens >= job.params.max_tokens and not stats.loop_cut
         if not tools or job.params.tool_choice == "none":
             finish = "length" if hit_limit else "stop"
             return AssistantTurn(text=raw.strip(), finish_reason=finish, usage=usage)
