@@ -34,10 +34,7 @@ def bench_settings(config: Path, var: Path, chat_db: Path) -> AppSettings:
 def load_embedder(settings: AppSettings) -> Any:
     from models.embedder import SentenceTransformerEmbedder
 
-    e = settings.embedder
-    return SentenceTransformerEmbedder(
-        e.model, device=e.device, batch_size=e.batch_size, dtype=e.dtype
-    )
+    return SentenceTransformerEmbedder.from_settings(settings.embedder)
 
 
 def ensure_indexes(

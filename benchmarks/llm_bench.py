@@ -25,7 +25,8 @@ from pathlib import Path
 from crow.agent.prompts import system_prompt
 from crow.agent.tools import TOOLS
 from crow.settings import AppSettings
-from models.local import LocalChatModel, LocalModelConfig, resolve_dtype
+from models.dtypes import resolve_dtype
+from models.local import LocalChatModel, LocalModelConfig
 from models.messages import Message, ModelParams
 
 QUESTIONS = ["Good morning, who are you?", "Which rain jackets sell best?"]

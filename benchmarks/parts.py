@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import importlib
-import inspect
 import itertools
 import os
 import shutil
@@ -22,7 +20,7 @@ from benchmarks.bench_common import ORG, log
 if TYPE_CHECKING:
     from benchmarks.run_all import Run
 
-RESERVE_S = 14 * 60  # after the peer: graph ~3 min, search ~3 min, reindex ~8 min
+RESERVE_S = 14 * 60  # after the peer: graph, search and reindex took ~7 min here; 2x margin
 MIN_PEER_QUESTIONS = 5  # one per kind of the evaluation file
 
 
@@ -39,32 +37,14 @@ def run_breakdown(run: Run) -> dict[str, Any]:
         app.close()
 
 
-def peer_api() -> tuple[Callable[..., Any], Callable[[dict[str, Any]], str]] | None:
-    """``compare`` and ``markdown_table`` of the peer comparison, from benchmarks/peer.py or
-    benchmarks/agent_compare.py (where they live now); None when neither has them yet."""
-    for name in ("benchmarks.peer", "benchmarks.agent_compare"):
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name == name:
-                continue
-            raise RuntimeError(f"{name} needs {exc.name}: run `make setup`") from exc
-        if hasattr(module, "compare") and hasattr(module, "markdown_table"):
-            return module.compare, module.markdown_table
-    return None
-
-
 def run_peer(run: Run) -> dict[str, Any]:
     """``compare`` one question at a time (kinds in turn), while the time allotted lasts:
     what is left of the budget less RESERVE_S for the later parts, at least
     MIN_PEER_QUESTIONS questions; the per-question results are merged."""
     from tqdm import tqdm
 
-    api = peer_api()
-    if api is None:
-        msg = "benchmarks/peer.py has no compare() and markdown_table() yet"
-        log(f"peer: skipped: {msg}")
-        return {"skipped": msg}
+    from benchmarks.agent_compare import compare
+
     if not run.args.eval_file.is_file():
         return {"skipped": f"no evaluation file at {run.args.eval_file}"}
     from jobs.eval import load_questions
@@ -91,10 +71,8 @@ def run_peer(run: Run) -> dict[str, Any]:
                 ):
                     break
                 try:
-                    result = api[0](run.model(), [question], run.settings, ORG,
-                                    embedder=run.indexed_embedder(), progress=False)  # fmt: skip
-                    if inspect.isawaitable(result):
-                        result = asyncio.run(result)
+                    result = asyncio.run(compare(run.model(), [question], run.settings, ORG,
+                                                 embedder=run.indexed_embedder(), progress=False))  # fmt: skip
                 except Exception as exc:  # one question's failure does not end the comparison
                     failed.append(f"{question.get('id', n)}: {type(exc).__name__}: {exc}"[:200])
                     log(f"peer: compare() failed on {failed[-1]}")

@@ -63,6 +63,10 @@ class VLLMSettings(_Section):
     engine_kwargs: dict[str, Any] = Field(default_factory=dict, description="More vLLM args.")
 
 
+CpuDtype = Literal["auto", "bfloat16", "float32"]
+"""A CPU model's weight dtype; "auto": bfloat16 where the CPU has bfloat16 kernels."""
+
+
 class LLMSettings(_Section):
     backend: Literal["local", "vllm", "openai", "custom"] = "local"
     model: str = Field("qwen2.5-coder-0.5b-instruct-q4_k_m", description="Model id or name.")
@@ -76,9 +80,7 @@ class LLMSettings(_Section):
     threads: int | None = Field(
         None, gt=0, description="local: torch threads; default all cores (Ray would set 1)."
     )
-    dtype: Literal["auto", "bfloat16", "float32"] = Field(
-        "auto", description="local: weight dtype; auto = bfloat16 where the CPU has bf16 kernels."
-    )
+    dtype: CpuDtype = Field("auto", description="local: weight dtype (models/dtypes.py).")
     cache_entries: int = Field(256, ge=0, description="Response cache size (0: off).")
     vllm: VLLMSettings = VLLMSettings()
 
@@ -87,9 +89,7 @@ class EmbedderSettings(_Section):
     model: str = Field("all-MiniLM-L6-v2", description="Model id or path; CPU default bundled.")
     device: str = "cpu"
     fp16: bool = False
-    dtype: Literal["auto", "bfloat16", "float32"] = Field(
-        "auto", description="CPU: weight dtype; auto = bfloat16 where the CPU has bf16 kernels."
-    )
+    dtype: CpuDtype = Field("auto", description="CPU: weight dtype (models/dtypes.py).")
     batch_size: int = Field(64, gt=0, description="Texts per forward pass.")
     threads: int | None = Field(None, gt=0, description="CPU: torch threads; default all cores.")
     max_batch_size: int = Field(32, gt=0, description="Serve dynamic batching: most requests.")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 from typing import Any
 
 import numpy as np
@@ -16,15 +15,13 @@ from models.embedder import Embedder, SentenceTransformerEmbedder
 @serve.deployment(name="Embedder", max_ongoing_requests=128, ray_actor_options={"num_cpus": 0})
 class EmbedderDeployment:
     def __init__(
-        self, settings: dict[str, Any], *, backend_cls: type[Embedder] | None = None
+        self,
+        settings: dict[str, Any],
+        *,
+        backend_cls: type[SentenceTransformerEmbedder] = SentenceTransformerEmbedder,
     ) -> None:
         cfg = AppSettings.from_args(settings).embedder
-        backend = backend_cls or SentenceTransformerEmbedder
-        self.embedder: Embedder = backend(  # type: ignore[call-arg]
-            cfg.model, device=cfg.device, fp16=cfg.fp16, batch_size=cfg.batch_size,
-            threads=(cfg.threads or os.cpu_count()) if cfg.device == "cpu" else None,
-            dtype=cfg.dtype,
-        )  # fmt: skip
+        self.embedder: Embedder = backend_cls.from_settings(cfg)
         self._embed_batch.set_max_batch_size(cfg.max_batch_size)
         self._embed_batch.set_batch_wait_timeout_s(cfg.batch_wait_timeout_s)
 

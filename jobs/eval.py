@@ -241,10 +241,7 @@ def real_models(settings: AppSettings) -> tuple[ChatModel, Any]:
     from deployments.llm import make_chat_model
     from models.embedder import SentenceTransformerEmbedder
 
-    e = settings.embedder
-    embedder = SentenceTransformerEmbedder(
-        e.model, device=e.device, batch_size=e.batch_size, dtype=e.dtype
-    )
+    embedder = SentenceTransformerEmbedder.from_settings(settings.embedder)
     return make_chat_model(settings.llm, settings), embedder
 
 

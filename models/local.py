@@ -96,8 +96,6 @@ class LocalChatModel:
     def __init__(self, config: LocalModelConfig) -> None:
         self.config = config
         self.load_s: float | None = None
-        self.dtype: str | None = None
-        """The dtype the weights were loaded in (`config.dtype` resolved), once loaded."""
         self.last_stats: GenerationStats | None = None
         self._model: Any = None
         self._tokenizer: Any = None
@@ -128,7 +126,7 @@ class LocalChatModel:
             except (OSError, ValueError) as exc:
                 raise ModelUnavailable(f"cannot load {path}: {exc}") from exc
             model.eval()
-            self._tokenizer, self._model, self.dtype = tokenizer, model, dtype
+            self._tokenizer, self._model = tokenizer, model
             self.load_s = time.monotonic() - started
             log.info("local model loaded from %s (%s) in %.1fs", path, dtype, self.load_s)
 
