@@ -69,18 +69,30 @@ CpuDtype = Literal["auto", "bfloat16", "float32"]
 
 class LLMSettings(_Section):
     backend: Literal["local", "vllm", "openai", "custom"] = "local"
-    model: str = Field("qwen2.5-coder-0.5b-instruct-q4_k_m", description="Model id or name.")
+    model: str = Field(
+        "qwen2.5-coder-1.5b-instruct-q4_k_m",
+        description="Model id; local: a GGUF of models.gguf_assembly.MODELS (selects the weights).",
+    )
     base_url: str | None = Field(None, description="openai backend: endpoint base URL.")
     api_key: str | None = Field(None, description="openai backend: API key.")
     factory: str | None = Field(
         None, description="custom backend: 'module:callable' returning a ChatModel."
     )
-    max_tokens: int = Field(512, gt=0)
-    max_waiting: int = Field(8, ge=0, description="local: requests queued behind the running one.")
-    threads: int | None = Field(
-        None, gt=0, description="local: torch threads; default all cores (Ray would set 1)."
+    max_tokens: int = Field(
+        512, gt=0, description="Cap on generated tokens per request, on every route."
     )
-    dtype: CpuDtype = Field("auto", description="local: weight dtype (models/dtypes.py).")
+    max_prompt_tokens: int = Field(
+        3072, gt=0, description="local: longest prompt; a longer one is refused before prefill."
+    )
+    max_waiting: int = Field(8, ge=0, description="local: requests waiting for a free slot.")
+    slots: int = Field(2, gt=0, description="local: sequences decoded together (llama.cpp).")
+    threads: int = Field(
+        1, gt=0, description="local: threads that generate (1 holds up on a busy machine)."
+    )
+    batch_threads: int = Field(2, gt=0, description="local: threads that read the prompt.")
+    batch_tokens: int = Field(
+        256, gt=0, description="local: prompt tokens per step; other slots decode in between."
+    )
     cache_entries: int = Field(256, ge=0, description="Response cache size (0: off).")
     vllm: VLLMSettings = VLLMSettings()
 

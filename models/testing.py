@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import socket
 import threading
 import time
@@ -15,7 +16,16 @@ from dataclasses import dataclass
 
 from models.chat import stream_turn
 from models.errors import ModelError, ModelTimeout
-from models.messages import AssistantTurn, Message, ModelParams, StreamEvent, ToolSpec
+from models.messages import (
+    AssistantTurn,
+    Message,
+    ModelParams,
+    StreamEvent,
+    TextDelta,
+    ToolCallDone,
+    ToolSpec,
+    TurnDone,
+)
 
 TurnFactory = Callable[[Sequence[Message], Sequence[ToolSpec], ModelParams], AssistantTurn]
 """A scripted step computed from the request; may raise a ModelError to script a failure."""
@@ -33,6 +43,10 @@ class ScriptedChatModel:
 
     Each entry is an AssistantTurn, a ModelError instance to raise, or a callable building
     the turn from the request. Running out of turns raises AssertionError.
+
+    `stream` replays a turn's text as one TextDelta, or, with ``delta_delay_s``, as pieces of
+    ``delta_words`` words with that pause before each piece after the first (see
+    `stream_turn_slowly`), so a client can watch an answer arrive.
     """
 
     def __init__(
@@ -40,9 +54,13 @@ class ScriptedChatModel:
         turns: Sequence[AssistantTurn | ModelError | TurnFactory] = (),
         *,
         latency_s: float = 0.0,
+        delta_delay_s: float = 0.0,
+        delta_words: int = 2,
     ) -> None:
         self._turns = list(turns)
         self._latency_s = latency_s
+        self._delta_delay_s = delta_delay_s
+        self._delta_words = delta_words
         self.calls: list[RecordedCall] = []
 
     def add(self, *turns: AssistantTurn | ModelError | TurnFactory) -> None:
@@ -86,8 +104,38 @@ class ScriptedChatModel:
         params: ModelParams | None = None,
     ) -> AsyncIterator[StreamEvent]:
         turn = await self.request(messages, tools, params)
+        if self._delta_delay_s:
+            async for event in stream_turn_slowly(
+                turn, delay_s=self._delta_delay_s, words=self._delta_words
+            ):
+                yield event
+            return
         async for event in stream_turn(turn):
             yield event
+
+
+def text_pieces(text: str, words: int = 2) -> list[str]:
+    """`text` cut into pieces of `words` words each (with their whitespace); they join to it."""
+    tokens = re.findall(r"\s*\S+\s*|\s+", text)
+    step = max(1, words)
+    return ["".join(tokens[i : i + step]) for i in range(0, len(tokens), step)]
+
+
+async def stream_turn_slowly(
+    turn: AssistantTurn, *, delay_s: float = 0.3, words: int = 2
+) -> AsyncIterator[StreamEvent]:
+    """Replay a finished turn as a model that generates slowly would stream it.
+
+    The text comes as TextDeltas of `words` words, `delay_s` apart (none before the first),
+    then the tool calls and the TurnDone, as `models.chat.stream_turn` ends.
+    """
+    for i, piece in enumerate(text_pieces(turn.text, words)):
+        if i and delay_s:
+            await asyncio.sleep(delay_s)
+        yield TextDelta(text=piece)
+    for call in turn.tool_calls:
+        yield ToolCallDone(call=call)
+    yield TurnDone(turn=turn)
 
 
 @contextlib.contextmanager

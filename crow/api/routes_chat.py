@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from crow.api.deps import OrgDep, ServicesDep, require_path_org
 from crow.api.errors import ApiError, error_body
 from crow.services import Services
-from models.errors import ModelError, ModelTimeout
+from models.errors import ModelError, ModelTimeout, PromptTooLong
 
 router = APIRouter(prefix="/api/v1/chat/sessions", tags=["chat"])
 PathOrg = Annotated[str, Depends(require_path_org)]
@@ -52,6 +52,10 @@ async def own_session(services: Services, org_id: str, session_id: str) -> dict[
 
 
 def model_error(exc: ModelError) -> ApiError:
+    if isinstance(exc, PromptTooLong):
+        return ApiError(
+            413, "prompt_too_long", f"{exc}; start a new chat or ask a shorter question"
+        )
     if isinstance(exc, ModelTimeout):
         return ApiError(504, "model_timeout", "the model took too long to answer; try again")
     return ApiError(503, "model_unavailable", f"the model could not answer: {exc}")

@@ -69,7 +69,10 @@ def backend(request: pytest.FixtureRequest, script: ScriptedChatModel) -> Iterat
         yield Backend(script, script)
     else:
         url = request.getfixturevalue("base_url")
-        yield Backend(OpenAIChatModel(f"{url}/v1", api_key="test", model="scripted"), script)
+        # No SDK retries here: the contract is one request, one answer (an error included);
+        # retries have their own tests (tests/models/test_openai_streaming.py).
+        model = OpenAIChatModel(f"{url}/v1", api_key="test", model="scripted", max_retries=0)
+        yield Backend(model, script)
     script.assert_complete()
 
 

@@ -18,7 +18,7 @@ def names(text: str, **kwargs: object) -> tuple[list[str], list[str]]:
     return [c.name for c in parsed.valid], [c.reason for c in parsed.invalid]
 
 
-# -- recorded outputs of Qwen2.5-Coder-0.5B-Instruct (tests/models/record_local_outputs.py) --
+# -- recorded outputs of Qwen2.5-Coder-0.5B-Instruct (unconstrained, transformers runtime) --
 
 # What the parser must make of each recording. The 0.5B model answers in ```json fences, not
 # <tool_call> tags, and often picks a wrong or made-up tool: parsing still must not fail.

@@ -1,0 +1,45 @@
+"""The constraints handed to llama.cpp for each tool_choice (the real model obeys them in
+tests/models/test_local_model_smoke.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from models.messages import NamedToolChoice
+from models.tool_grammar import call_schema, constraint
+from tests.models.tools_fixture import TOOLS
+
+
+def test_auto_is_lazy_and_triggers_on_every_call_form() -> None:
+    fields = constraint(TOOLS, "auto")
+    assert fields["grammar_lazy"] is True
+    words = [t["value"] for t in fields["grammar_triggers"]]
+    assert "<tool_call>" in words and "```json" in words
+    assert "<tool_call>" in fields["preserved_tokens"]  # a one-token trigger must be preserved
+    assert fields["grammar"].startswith("%llguidance")
+
+
+def test_required_and_named_constrain_the_whole_output() -> None:
+    required = constraint(TOOLS, "required")
+    assert "grammar_lazy" not in required
+    assert "start: tagged" in required["grammar"]
+    named = constraint(TOOLS, NamedToolChoice(name="search_patterns"))
+    schema = json.loads(named["grammar"].split("call: %json ", 1)[1])
+    assert schema["properties"]["name"] == {"const": "search_patterns"}
+
+
+def test_a_call_names_an_offered_tool_with_closed_arguments() -> None:
+    schema = call_schema(TOOLS)
+    names = {option["properties"]["name"]["const"] for option in schema["anyOf"]}
+    assert names == {t.name for t in TOOLS}
+    for option in schema["anyOf"]:
+        assert option["properties"]["arguments"]["additionalProperties"] is False
+
+
+def test_none_and_no_tools_add_nothing() -> None:
+    assert constraint(TOOLS, "none") == {}
+    assert constraint((), "required") == {}
+    with pytest.raises(ValueError, match="not offered"):
+        constraint(TOOLS, NamedToolChoice(name="search_competitors"))
