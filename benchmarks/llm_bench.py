@@ -1,110 +1,246 @@
-"""Local CPU model benchmark: load time, time to first token, tokens/s, prompt-prefix reuse,
-per weight dtype.
+"""Local LLM benchmark: transformers (the old runtime) vs llama.cpp on the same 0.5B GGUF, at 1
+and 2 threads, llama.cpp 0.5B vs 1.5B, decoding on a busy machine, and raw tool selection.
 
-    python -m benchmarks.llm_bench [--dtypes float32 bfloat16] [--out var/bench/llm.json]
+    python -m benchmarks.llm_bench [--eval-file ../shared/evals/queries.jsonl] [--skip-transformers]
 
-Runs the agent's real system prompt and five tool schemas. The prefix figure is measured
-side by side in one run: the same request twice, the second reusing the KV cache of the
-shared system-prompt-and-tools prefix, against a first request with a cold cache. Each
-dtype runs the same requests in this one run; the ratios to the first dtype (first-token
-time, tokens/s) and whether the answers are identical are in "dtype_ratios".
+Every figure comes from this one run (side by side, on this machine as it is):
+- load_s: weights ready to answer.
+- cold_first_token_s: the agent's real system prompt and five tool schemas (~1,150 tokens)
+  plus a question, nothing cached.
+- cached_first_token_s: a new question after the same system prompt and tools (prefix cached).
+- decode_tokens_per_s: a text answer of --max-tokens tokens after its first token.
+- busy_decode_tokens_per_s (llama.cpp): the same while another process spins on one core.
+- tool_selection (llama.cpp): one request per evaluation question with the five tools,
+  tool_choice auto, calls constrained to the tools' schemas, no router, hints or rules; a
+  question is right when the tools called equal its expected tools (first_tool_right: the
+  first call is one of them, since a multi-tool question may need a second loop step).
+Writes --out (var/bench/llm.json).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import copy
 import gc
 import json
 import os
 import platform
+import subprocess
+import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from crow.agent.prompts import system_prompt
 from crow.agent.tools import TOOLS
 from crow.settings import AppSettings
-from models.dtypes import resolve_dtype
+from models.gguf_assembly import assemble_gguf, source_for
 from models.local import LocalChatModel, LocalModelConfig
 from models.messages import Message, ModelParams
 
-QUESTIONS = ["Good morning, who are you?", "Which rain jackets sell best?"]
-LABELS = ("cold", "new_question_same_prefix", "identical_repeat")
+SMALL, LARGE = "qwen2.5-coder-0.5b-instruct-q4_k_m", "qwen2.5-coder-1.5b-instruct-q4_k_m"
+# Our own wording, not the evaluation questions.
+COLD_QUESTION = "Which rain jackets sell best?"
+CACHED_QUESTION = "Were there any unusual spikes in store visits?"
+DECODE_PROMPT = "Write a short paragraph about choosing a tent for a family camping trip."
 
 
-async def run(model: LocalChatModel, max_tokens: int) -> dict:
+def messages(question: str) -> list[Message]:
+    return [Message.system(system_prompt("Acme Outdoor")), Message.user(question)]
+
+
+# -- llama.cpp ---------------------------------------------------------------------------------
+
+
+def llamacpp_row(cache: Path, model: str, threads: int, max_tokens: int, busy: bool) -> dict[str, Any]:  # fmt: skip
+    config = LocalModelConfig(
+        cache_dir=cache, model=model, threads=threads, batch_threads=threads, slots=1,
+        max_tokens=max(max_tokens, 96),
+    )  # fmt: skip
+    local = LocalChatModel(config)
+    started = time.perf_counter()
+    local.load()
+    row: dict[str, Any] = {"load_s": round(time.perf_counter() - started, 2)}
     specs = [t.spec for t in TOOLS]
-    system = Message.system(system_prompt("Acme Outdoor"))
+    tool_params = ModelParams(max_tokens=96, timeout_s=600)
+    for label, question in (("cold", COLD_QUESTION), ("cached", CACHED_QUESTION)):
+        asyncio.run(local.request(messages(question), specs, tool_params))
+        stats = local.last_stats
+        assert stats is not None
+        row[f"{label}_first_token_s"] = round(stats.first_token_s or 0.0, 3)
+        row[f"{label}_prompt_tokens"], row[f"{label}_cached_tokens"] = (
+            stats.prompt_tokens, stats.cached_tokens,
+        )  # fmt: skip
+    row["decode_tokens_per_s"] = _llamacpp_decode(local, max_tokens)
+    if busy:
+        with _burner():
+            row["busy_decode_tokens_per_s"] = _llamacpp_decode(local, max_tokens)
+    local.close()
+    return row
+
+
+def _llamacpp_decode(local: LocalChatModel, max_tokens: int) -> float:
     params = ModelParams(max_tokens=max_tokens, timeout_s=600)
-    out = {}
-    for n, question in enumerate([QUESTIONS[0], QUESTIONS[1], QUESTIONS[1]]):
-        label = LABELS[n]
+    asyncio.run(local.request([Message.user(DECODE_PROMPT)], (), params))
+    assert local.last_stats is not None
+    return round(local.last_stats.tokens_per_s, 2)
+
+
+class _burner:
+    """Another process spinning on one core while the block runs (a busy machine)."""
+
+    def __enter__(self) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        time.sleep(0.5)
+
+    def __exit__(self, *exc: object) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+def tool_selection(cache: Path, model: str, threads: int, eval_file: Path) -> dict[str, Any]:
+    local = LocalChatModel(LocalModelConfig(cache_dir=cache, model=model, threads=threads,
+                                            batch_threads=threads, slots=1))  # fmt: skip
+    local.load()
+    specs = [t.spec for t in TOOLS]
+    params = ModelParams(max_tokens=128, timeout_s=600)
+    rows = []
+    for line in eval_file.read_text().splitlines():
+        item = json.loads(line)
         started = time.perf_counter()
-        ttft, parts = None, []
-        async for event in model.stream([system, Message.user(question)], specs, params):
-            if ttft is None and event.type in {"text_delta", "tool_call", "turn_done"}:
-                ttft = time.perf_counter() - started
-            if event.type == "text_delta":
-                parts.append(event.text)
-            elif event.type == "tool_call":
-                parts.append(f"<{event.call.name} {event.call.arguments}>")
-        stats_answer = "".join(parts)
-        stats = model.last_stats
-        out[label] = {
-            "question": question, "answer": stats_answer, "total_s": round(time.perf_counter() - started, 2),
-            "time_to_first_output_s": round(ttft or 0, 2),
-            "first_token_s": round(stats.first_token_s or 0, 2),
-            "prompt_tokens": stats.prompt_tokens, "cached_prompt_tokens": stats.cached_tokens,
-            "completion_tokens": stats.completion_tokens, "tokens_per_s": round(stats.tokens_per_s, 2),
-        }  # fmt: skip
-        print(label, out[label], flush=True)
-    cold, warm = out["cold"]["first_token_s"], out["new_question_same_prefix"]["first_token_s"]
-    out["prefix_reuse_first_token_speedup"] = round(cold / warm, 2) if warm else None
-    return out
+        turn = asyncio.run(local.request(messages(item["query"]), specs, params))
+        called = [c.name for c in turn.tool_calls]
+        expected = item.get("expect_tools") or []
+        rows.append({
+            "id": item["id"], "kind": item.get("kind"), "expected": expected, "called": called,
+            "invalid_calls": len(turn.invalid_tool_calls),
+            "right": sorted(set(called)) == sorted(set(expected)),
+            "first_tool_right": (called[:1] == [] if not expected else bool(called) and called[0] in expected),
+            "s": round(time.perf_counter() - started, 2),
+        })  # fmt: skip
+    local.close()
+    n = len(rows)
+    return {
+        "questions": n,
+        "right": sum(r["right"] for r in rows),
+        "first_tool_right": sum(r["first_tool_right"] for r in rows),
+        "invalid_calls": sum(r["invalid_calls"] for r in rows),
+        "median_s": sorted(r["s"] for r in rows)[n // 2] if rows else None,
+        "rows": rows,
+    }
 
 
-def _ratios(by_dtype: dict[str, dict], dtypes: list[str]) -> dict[str, dict]:
-    """Each dtype against the first: speedups of first-token time (cold) and tokens/s."""
-    base = by_dtype[dtypes[0]]
-    out = {}
-    for dtype in dtypes[1:]:
-        row = by_dtype[dtype]
-        out[f"{dtype}_vs_{dtypes[0]}"] = {
-            "cold_first_token_speedup": round(base["cold"]["first_token_s"] / row["cold"]["first_token_s"], 2),
-            "tokens_per_s_speedup": round(row["cold"]["tokens_per_s"] / base["cold"]["tokens_per_s"], 2),
-            "same_answers": all(row[k]["answer"] == base[k]["answer"] for k in LABELS),
-        }  # fmt: skip
+# -- transformers (before) -------------------------------------------------------------------
+
+
+def transformers_row(cache: Path, threads: int, max_tokens: int) -> dict[str, Any]:
+    """The old runtime: the 0.5B GGUF dequantized by transformers (bfloat16 where the CPU
+    has bf16 kernels), its prompt prefix reused through a copied KV cache."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from models.dtypes import resolve_dtype
+    from models.openai_wire import tool_to_wire
+
+    torch.set_num_threads(threads)
+    path = assemble_gguf(cache, source_for(SMALL))
+    started = time.perf_counter()
+    tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+    model = AutoModelForCausalLM.from_pretrained(
+        path.parent, gguf_file=path.name, dtype=getattr(torch, resolve_dtype("auto"))
+    ).eval()
+    row: dict[str, Any] = {"load_s": round(time.perf_counter() - started, 2)}
+    tools = [tool_to_wire(t.spec) for t in TOOLS]
+
+    def ids(question: str) -> Any:
+        chat = [{"role": m.role, "content": m.content} for m in messages(question)]
+        text = tokenizer.apply_chat_template(chat, tools=tools, add_generation_prompt=True, tokenize=False)  # fmt: skip
+        return tokenizer(text, return_tensors="pt", add_special_tokens=False)["input_ids"]
+
+    cold, cached = ids(COLD_QUESTION), ids(CACHED_QUESTION)
+    shared = int((cold[0, : cached.shape[1]] == cached[0, : cold.shape[1]]).cumprod(0).sum())
+    with torch.inference_mode():
+        started = time.perf_counter()
+        prefix = model(cold[:, :shared], use_cache=True).past_key_values
+        model(cold[:, shared:], past_key_values=copy.deepcopy(prefix), use_cache=True)
+        row["cold_first_token_s"] = round(time.perf_counter() - started, 3)
+        row["cold_prompt_tokens"] = int(cold.shape[1])
+        started = time.perf_counter()
+        model(cached[:, shared:], past_key_values=copy.deepcopy(prefix), use_cache=True)
+        row["cached_first_token_s"] = round(time.perf_counter() - started, 3)
+        row["cached_prompt_tokens"], row["cached_cached_tokens"] = int(cached.shape[1]), shared
+        prompt = tokenizer.apply_chat_template(
+            [{"role": "user", "content": DECODE_PROMPT}], add_generation_prompt=True, return_tensors="pt"
+        )  # fmt: skip
+        prompt = prompt["input_ids"] if hasattr(prompt, "keys") else prompt
+        model.generate(prompt, max_new_tokens=1, do_sample=False)
+        started = time.perf_counter()
+        out = model.generate(prompt, max_new_tokens=max_tokens, min_new_tokens=max_tokens, do_sample=False)  # fmt: skip
+        elapsed = time.perf_counter() - started
+    new = int(out.shape[1] - prompt.shape[1])
+    row["decode_tokens_per_s"] = round(new / elapsed, 2)
+    del model
+    gc.collect()
+    return row
+
+
+# -- the run -----------------------------------------------------------------------------------
+
+
+def ratios(rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for threads in (1, 2):
+        before, after = rows.get(f"transformers_0.5b_t{threads}"), rows.get(f"llamacpp_0.5b_t{threads}")  # fmt: skip
+        if before and after:
+            out[f"llamacpp_vs_transformers_0.5b_t{threads}"] = {
+                "decode_speedup": round(after["decode_tokens_per_s"] / before["decode_tokens_per_s"], 2),
+                "cold_first_token_speedup": round(before["cold_first_token_s"] / after["cold_first_token_s"], 2),
+                "cached_first_token_speedup": round(before["cached_first_token_s"] / after["cached_first_token_s"], 2),
+                "load_speedup": round(before["load_s"] / after["load_s"], 2),
+            }  # fmt: skip
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, default=Path("var/bench/llm.json"))
-    parser.add_argument("--max-tokens", type=int, default=96)
-    parser.add_argument("--dtypes", nargs="+", default=["float32", "bfloat16"],
-                        choices=["float32", "bfloat16", "auto"])  # fmt: skip
+    parser.add_argument("--max-tokens", type=int, default=64)
+    parser.add_argument("--eval-file", type=Path, default=Path("../shared/evals/queries.jsonl"))
+    parser.add_argument("--skip-transformers", action="store_true")
+    parser.add_argument("--skip-tools", action="store_true")
     args = parser.parse_args(argv)
     settings = AppSettings.from_serve_config("serve_config.yaml")
-    result: dict = {
-        "created_at": datetime.now(UTC).isoformat(), "backend": "transformers (GGUF Q4_K_M)",
-        "model": settings.llm.model, "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-        "auto_dtype": resolve_dtype("auto"), "by_dtype": {},
+    cache = settings.model_cache_dir
+    result: dict[str, Any] = {
+        "created_at": datetime.now(UTC).isoformat(),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                    "load_avg_at_start": os.getloadavg()[0]},
+        "default_model": settings.llm.model, "default_threads": settings.llm.threads, "rows": {},
     }  # fmt: skip
-    for dtype in args.dtypes:
-        model = LocalChatModel(LocalModelConfig(cache_dir=settings.model_cache_dir, dtype=dtype))
-        started = time.perf_counter()
-        model.load()
-        load_s = time.perf_counter() - started
-        print(f"{dtype}: load {load_s:.1f}s", flush=True)
-        result["by_dtype"][dtype] = {
-            "load_s": round(load_s, 1),
-            **asyncio.run(run(model, args.max_tokens)),
+    rows = result["rows"]
+    plan: list[tuple[str, Any]] = []
+    for threads in (1, 2):
+        if not args.skip_transformers:
+            plan.append((f"transformers_0.5b_t{threads}",
+                         lambda t=threads: transformers_row(cache, t, args.max_tokens)))  # fmt: skip
+        for name, model in (("0.5b", SMALL), ("1.5b", LARGE)):
+            plan.append((f"llamacpp_{name}_t{threads}",
+                         lambda m=model, t=threads: llamacpp_row(cache, m, t, args.max_tokens, True)))  # fmt: skip
+    for label, run in plan:
+        rows[label] = run()
+        print(label, rows[label], flush=True)
+    result["ratios"] = ratios(rows)
+    if not args.skip_tools and args.eval_file.is_file():
+        threads = settings.llm.threads
+        result["tool_selection"] = {
+            name: tool_selection(cache, model, threads, args.eval_file)
+            for name, model in (("0.5b", SMALL), ("1.5b", LARGE))
         }
-        model.close()
-        del model
-        gc.collect()
-    result["dtype_ratios"] = _ratios(result["by_dtype"], args.dtypes)
+        for name, sel in result["tool_selection"].items():
+            print(f"tool selection {name}: {sel['right']}/{sel['questions']} right, "
+                  f"first tool {sel['first_tool_right']}/{sel['questions']}", flush=True)  # fmt: skip
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))
     print(f"results: {args.out}")

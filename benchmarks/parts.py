@@ -1,4 +1,4 @@
-"""The five parts of `make bench` (benchmarks/run_all.py), each ``run_<part>(run) -> dict``,
+"""The parts of `make bench` (benchmarks/run_all.py), each ``run_<part>(run) -> dict``,
 and the budget rules that trim the peer's questions and the reindex sizes to the time left.
 """
 
@@ -35,6 +35,20 @@ def run_breakdown(run: Run) -> dict[str, Any]:
                                label=f"{llm.model} ({llm.backend})")  # fmt: skip
     finally:
         app.close()
+
+
+def run_llm(run: Run) -> dict[str, Any]:
+    """benchmarks/llm_bench.py in this process: runtimes, models, threads, tool selection."""
+    import json
+
+    from benchmarks import llm_bench
+
+    out = run.args.out_dir / "llm.json"
+    argv = ["--out", str(out), "--eval-file", str(run.args.eval_file)]
+    if run.args.quick:
+        argv += ["--skip-transformers", "--skip-tools", "--max-tokens", "16"]
+    llm_bench.main(argv)
+    return json.loads(out.read_text())
 
 
 def run_peer(run: Run) -> dict[str, Any]:
@@ -222,6 +236,6 @@ def probe_rate(embedder: Any, data_root: Path, n: int = 512) -> float:
 
 
 RUNNERS: dict[str, Callable[[Run], dict[str, Any]]] = {
-    "breakdown": run_breakdown, "peer": run_peer, "graph": run_graph, "search": run_search,
+    "llm": run_llm, "breakdown": run_breakdown, "peer": run_peer, "graph": run_graph, "search": run_search,
     "reindex": run_reindex,
 }  # fmt: skip

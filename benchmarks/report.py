@@ -41,6 +41,7 @@ def write_report(
     peer = results.get("peer")
     if peer_table is not None and peer and "askcrow" in peer:
         lines += ["### Peer comparison", "", peer_table(peer), ""]
+    lines += _llm_section(results)
     lines += _breakdown_section(results) + _graph_section(results) + _retrieval_section(results)
     if plots:
         lines += ["## Plots", ""]
@@ -141,6 +142,31 @@ def main_table(results: dict[str, Any]) -> str:
 
 
 # -- sections -------------------------------------------------------------------------------
+def _llm_section(results: dict[str, Any]) -> list[str]:
+    llm = results.get("llm")
+    if not llm or "rows" not in llm:
+        return []
+    header = ("runtime, model, threads", "load", "first token cold", "first token cached",
+              "decode tok/s", "decode tok/s, busy")  # fmt: skip
+    rows = [
+        (label, _fmt(r.get("load_s"), "{:.1f} s"), _fmt(r.get("cold_first_token_s"), "{:.2f} s"),
+         _fmt(r.get("cached_first_token_s"), "{:.2f} s"), _fmt(r.get("decode_tokens_per_s"), "{:.1f}"),
+         _fmt(r.get("busy_decode_tokens_per_s"), "{:.1f}"))
+        for label, r in llm["rows"].items()
+    ]  # fmt: skip
+    lines = ["## Local LLM (benchmarks/llm_bench.py)", "", _table(header, rows), ""]
+    for name, ratio in llm.get("ratios", {}).items():
+        lines.append(f"- {name}: decode x{ratio['decode_speedup']}, first token cold "
+                     f"x{ratio['cold_first_token_speedup']}, cached x{ratio['cached_first_token_speedup']}, "
+                     f"load x{ratio['load_speedup']}")  # fmt: skip
+    for name, sel in (llm.get("tool_selection") or {}).items():
+        lines.append(f"- raw tool selection, {name}, constrained calls, no aids: "
+                     f"{sel['right']}/{sel['questions']} exact, first tool "
+                     f"{sel['first_tool_right']}/{sel['questions']}, {sel['invalid_calls']} invalid calls, "
+                     f"median {sel['median_s']} s")  # fmt: skip
+    return [*lines, ""]
+
+
 def _breakdown_section(results: dict[str, Any]) -> list[str]:
     b = results.get("breakdown")
     if not b:

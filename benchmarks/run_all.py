@@ -4,6 +4,9 @@
 
 Parts, in this order (each a ratio or a distribution measured side by side in this run):
 
+  llm        the local LLM: transformers vs llama.cpp on the same 0.5B GGUF at 1 and 2
+             threads, the 0.5B vs the 1.5B, decoding on a busy machine, raw tool selection
+             with constrained calls (benchmarks/llm_bench.py -> var/bench/llm.json)
   breakdown  one chat answer split into model, tools, embedding, retrieval, store and rest,
              per question type, real local model (benchmarks/bench_breakdown.py)
   peer       Ask CROW's loop vs a pydantic-ai peer on the evaluation questions, same model:
@@ -42,7 +45,7 @@ from typing import Any
 from benchmarks.bench_common import ORG, ROOT, log, machine_info
 from benchmarks.parts import RUNNERS
 
-PARTS = ("breakdown", "peer", "graph", "search", "reindex")
+PARTS = ("llm", "breakdown", "peer", "graph", "search", "reindex")
 EVAL_FILE = ROOT.parent / "shared" / "evals" / "queries.jsonl"
 
 

@@ -3,7 +3,8 @@ app served in-process by uvicorn, with a scripted model that answers by the ques
 real tools over the indexed demo data.
 
 One browser for the module; each test opens its own context (fresh storage and clipboard).
-Screenshots of the landing view, an answered chat and the sidebar go to var/screenshots/.
+Screenshots of the landing view, an answered chat, an answer streaming in and the sidebar go
+to var/screenshots/.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from crow.store.chat_store import ChatStore
 from models.chat import stream_turn
 from models.errors import ModelUnavailable
 from models.messages import AssistantTurn, Message, ModelParams, ToolCall, ToolSpec
-from models.testing import serve_in_thread
+from models.testing import serve_in_thread, stream_turn_slowly
 from tests.demo_env import build_demo_env
 
 expect = sync_api.expect
@@ -47,13 +48,15 @@ class QuestionModel:
     fits it, the second answers (in markdown, citing [n]) from what the tool returned.
 
     `gate` holds the answering turn until set, so a test can watch the thinking state;
-    `outages[question]` makes that many requests for the question fail.
+    `outages[question]` makes that many requests for the question fail; `delta_delay_s`
+    streams answers two words at a time, that many seconds apart (0: all at once).
     """
 
     def __init__(self) -> None:
         self.gate = threading.Event()
         self.gate.set()
         self.outages: dict[str, int] = {}
+        self.delta_delay_s = 0.0
 
     async def request(
         self,
@@ -73,7 +76,10 @@ class QuestionModel:
         return AssistantTurn(text=self.answer(results[-1] if results else {}))
 
     async def stream(self, messages, tools=(), params=None):
-        async for event in stream_turn(await self.request(messages, tools, params)):
+        turn = await self.request(messages, tools, params)
+        delay = self.delta_delay_s
+        events = stream_turn_slowly(turn, delay_s=delay, words=2) if delay else stream_turn(turn)
+        async for event in events:
             yield event
 
     @staticmethod
@@ -144,6 +150,7 @@ def browser():
 def page(site, browser):
     url, model = site
     model.gate.set()
+    model.delta_delay_s = 0.0
     context = browser.new_context(
         base_url=url, viewport={"width": 1280, "height": 860},
         permissions=["clipboard-read", "clipboard-write"],
@@ -158,6 +165,7 @@ def page(site, browser):
     yield page
     context.close()
     model.gate.set()
+    model.delta_delay_s = 0.0
     assert not errors, f"script errors on the page: {errors}"
 
 
@@ -258,6 +266,44 @@ def test_suggested_prompt_thinking_answer_sources_copy_history(site, page):
 
     org_requests = [(p, o) for p, o in page.api_headers if p != "organizations"]
     assert org_requests and all(o == A for _, o in org_requests), org_requests
+
+
+# The answer is partly on the page as markdown (a bold product in a list item, the last
+# citation not there yet) and not done (the thinking card is still there, no source chips):
+# all checked in one look at the page.
+PARTIAL_ANSWER = """() => {
+  const card = document.querySelector(".msg-assistant.thinking.streaming");
+  const text = card?.querySelector(".markdown.partial")?.textContent || "";
+  return text.startsWith("Your top products") && !text.includes("[3]")
+    && card.querySelector(".partial ol > li strong") !== null
+    && !document.querySelector(".sources .chip");
+}"""
+
+
+def test_answer_streams_in_as_markdown_then_becomes_the_stored_message(site, page):
+    _, model = site
+    model.delta_delay_s = 0.3  # the answer arrives two words at a time, 0.3 s apart
+    open_home(page)
+    page.get_by_role("button", name="What are our top products?", exact=True).click()
+    page.wait_for_function(PARTIAL_ANSWER, polling="raf")
+    card = page.locator(".msg-assistant.thinking.streaming")
+    expect(card.locator(".thinking-steps")).to_contain_text("Searching products: 3 results")
+    expect(card.locator(".thinking-title")).to_have_text("CROW is writing")
+    shot(page, "chat-streaming.png")
+    growing = card.locator(".partial").inner_text()
+    expect(card.locator(".partial")).not_to_have_text(growing)  # more words keep arriving
+
+    answer = page.locator(".msg-assistant:not(.thinking)").last
+    chips = answer.locator(".sources .chip")
+    expect(chips).to_have_count(3)
+    expect(page.locator(".thinking")).to_have_count(0)
+    expect(answer.locator(".markdown ol li")).to_have_count(3)
+    expect(answer.locator("button.cite")).to_have_count(3)
+    expect(answer.locator(".markdown")).not_to_contain_text("[1] Product:")  # footnotes -> chips
+    sid = re.search(r"session=([\w-]+)", page.url)[1]
+    stored = api(site, "GET", f"/api/v1/chat/sessions/{sid}/messages")["messages"][-1]
+    assert stored["role"] == "assistant" and "[3] Product:" in stored["content"]
+    expect(answer).to_have_attribute("data-message-id", stored["id"])
 
 
 def test_keyboard_table_answer_and_phone_width(site, page):

@@ -2,16 +2,21 @@
 
 Reads top-down: ``run`` -> ``_iterate`` -> ``_step`` (model) -> ``_run_tools``. At most
 ``max_iterations`` model calls with tools; past that, or when the loop fails, one plain call
-without tools answers from what was gathered. Events stream out as they happen.
+without tools answers from what was gathered. Events stream out as they happen: every model
+step streams, and its text reaches the client as ``text_delta`` events while it is written.
+When the text shown is not the final answer (it was a preamble to tool calls, or a check
+composed the answer from the data), a ``text_replaced`` event says so and carries the text
+that replaces it; the footnotes follow the answer as a last ``text_delta``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
@@ -44,8 +49,10 @@ from models.messages import (
     Message,
     ModelParams,
     NamedToolChoice,
+    TextDelta,
     ToolCall,
     ToolChoice,
+    TurnDone,
 )
 from models.toolparse import retry_message
 
@@ -104,6 +111,10 @@ class _Run:
     outputs: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     seen: set[str] = field(default_factory=set)  # tool calls already run (name + arguments)
     steps: list[dict[str, Any]] = field(default_factory=list)
+    emit: Callable[[dict[str, Any]], None] = lambda event: None
+    """Where a model step's text deltas go while it streams (the events queue)."""
+    shown: str = ""
+    """The answer text streamed to the client so far."""
     model_s: float = 0.0
     tools_s: float = 0.0
     route_s: float = 0.0
@@ -129,16 +140,32 @@ class Agent:
     async def events(
         self, messages: list[Message], ctx: ToolContext
     ) -> AsyncIterator[dict[str, Any]]:
-        """tool_call_started / tool_call_finished ... text_delta, sources, done."""
+        """tool_call_started / tool_call_finished / text_delta ... sources, done."""
+        queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        task = asyncio.ensure_future(self._answer(messages, ctx, queue.put_nowait))
+        task.add_done_callback(lambda _: queue.put_nowait(None))
+        try:
+            while (event := await queue.get()) is not None:
+                yield event
+            await task  # its errors surface here
+        finally:
+            if not task.done():  # the client went away: stop the model and the tools
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+
+    async def _answer(
+        self, messages: list[Message], ctx: ToolContext, emit: Callable[[dict[str, Any]], None]
+    ) -> None:
         started = time.perf_counter()
-        run = _Run(list(messages))
+        run = _Run(list(messages), emit=emit)
         text, fallback, iterations = None, None, 0
         try:
             async for event in self._iterate(run, ctx):
                 if event["type"] == "final":
                     text, iterations = event["text"], event["iterations"]
                 else:
-                    yield event
+                    emit(event)
             if text is None:
                 fallback, iterations = "max_iterations", self.config.max_iterations
         except ModelError as exc:
@@ -156,9 +183,13 @@ class Agent:
                      "total_s": round(time.perf_counter() - started, 3)},
             fallback=fallback, iterations=iterations,
         )  # fmt: skip
-        yield {"type": "text_delta", "text": answer.content}
-        yield {"type": "sources", "sources": [s.model_dump() for s in sources]}
-        yield {"type": "done", "answer": answer}
+        text = with_footnotes(text, ())  # the answer as stored, before its footnotes
+        if run.shown.strip() != text.strip():
+            emit({"type": "text_replaced", "text": text, "reason": fallback or "final_answer"})
+        if footnotes := answer.content[len(text) :]:
+            emit({"type": "text_delta", "text": footnotes})
+        emit({"type": "sources", "sources": [s.model_dump() for s in sources]})
+        emit({"type": "done", "answer": answer})
 
     async def _iterate(self, run: _Run, ctx: ToolContext) -> AsyncIterator[dict[str, Any]]:
         question = _question(run.messages)
@@ -279,11 +310,25 @@ class Agent:
             stop=ECHO_STOPS if run.outputs else (),  # don't wait for a copy of the results
         )  # fmt: skip
         started = time.perf_counter()
+        specs = self.specs if tools else []
+        turn: AssistantTurn | None = None
+        fresh = True  # this step's first piece of text replaces what an earlier one showed
         try:
-            specs = self.specs if tools else []
-            return await self.model.request(messages or run.messages, specs, params)
+            async for event in self.model.stream(messages or run.messages, specs, params):
+                if isinstance(event, TextDelta):
+                    if fresh and run.shown:
+                        run.emit({"type": "text_replaced", "text": "", "reason": "next_step"})
+                        run.shown = ""
+                    fresh = False
+                    run.shown += event.text
+                    run.emit({"type": "text_delta", "text": event.text})
+                elif isinstance(event, TurnDone):
+                    turn = event.turn
         finally:
             run.model_s += time.perf_counter() - started
+        if turn is None:
+            raise ModelError("the model's stream ended without its turn")
+        return turn
 
     async def _run_tools(
         self, calls: Sequence[ToolCall], run: _Run, ctx: ToolContext

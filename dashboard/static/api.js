@@ -53,7 +53,8 @@ export const api = {
 
 /**
  * Send a message and follow the answer's server-sent events: `onEvent(type, data)` for
- * user_message, tool_call_started, tool_call_finished, text_delta, sources and done. An
+ * user_message, tool_call_started, tool_call_finished, text_delta (the answer's next piece),
+ * text_replaced (everything streamed so far replaced by `data.text`), sources and done. An
  * `error` event is thrown as ApiError. Resolves with the stored answer (the done message).
  */
 export async function streamMessage(org, sessionId, body, onEvent, signal) {

@@ -64,6 +64,7 @@ const state = {
   server: [], // the org's sessions as the server last listed them
   local: new Map(), // org -> Map(id -> session) created on this page, not yet listed
   busy: false, // an answer is being generated
+  follow: true, // keep the end of the thread in view while an answer arrives
   view: 0, // bumped on every navigation, so late answers never land in the wrong view
 };
 
@@ -116,6 +117,16 @@ function toast(message) {
 
 function scrollToEnd() {
   el.scroller.scrollTo({ top: el.scroller.scrollHeight, behavior: "smooth" });
+}
+
+// While an answer arrives the thread follows it, unless the reader scrolls up to read
+// something else; scrolling back to the end follows again.
+function followAnswer() {
+  if (state.follow) scrollToEnd();
+}
+
+function nearEnd() {
+  return el.scroller.scrollHeight - el.scroller.scrollTop - el.scroller.clientHeight < 48;
 }
 
 function orgName(id) {
@@ -383,9 +394,14 @@ function assistantMessage(message) {
   );
 }
 
+// The answer in progress: "CROW is thinking" with the live tool steps, then the answer's
+// text as it streams in, rendered as markdown. The final answer replaces it on `done`.
 function thinkingIndicator() {
+  const title = document.createTextNode("CROW is thinking");
   const subtitle = h("p", { class: "thinking-sub", text: "Understanding your question…" });
   const steps = h("ul", { class: "thinking-steps" });
+  // Not announced piece by piece: the live region is the status line above.
+  const partial = h("div", { class: "markdown partial", "aria-live": "off", hidden: true });
   const node = h(
     "div",
     { class: "msg msg-assistant thinking", role: "status", "aria-live": "polite" },
@@ -396,16 +412,47 @@ function thinkingIndicator() {
       h(
         "p",
         { class: "thinking-title" },
-        document.createTextNode("CROW is thinking"),
+        title,
         h("span", { class: "dots", "aria-hidden": "true" }, h("i"), h("i"), h("i")),
       ),
       subtitle,
       steps,
+      partial,
     ),
   );
   const stepNodes = [];
+  let text = ""; // the answer so far
+  let frame = 0; // a pending render: at most one per animation frame, however many pieces
+  const render = () => {
+    frame = 0;
+    const streaming = text.trim() !== "";
+    // Citations stay plain text until the final answer knows its sources.
+    partial.replaceChildren(streaming ? toFragment(text) : "");
+    partial.hidden = !streaming;
+    subtitle.hidden = streaming;
+    node.classList.toggle("streaming", streaming);
+    title.textContent = streaming ? "CROW is writing" : "CROW is thinking";
+    if (state.follow) el.scroller.scrollTop = el.scroller.scrollHeight;
+  };
+  const schedule = () => {
+    if (!frame) frame = requestAnimationFrame(render);
+  };
   return {
     node,
+    /** The next piece of the answer. */
+    append(piece) {
+      text += String(piece ?? "");
+      schedule();
+    },
+    /** Everything so far is replaced by `full` (later pieces append to it). */
+    replace(full) {
+      text = String(full ?? "");
+      schedule();
+    },
+    stop() {
+      if (frame) cancelAnimationFrame(frame);
+      frame = 0;
+    },
     started(name, args) {
       const label = TOOL_LABELS[name] || `Running ${name}`;
       const what = args && typeof args.query === "string" && args.query ? ` for “${args.query}”` : "";
@@ -426,9 +473,6 @@ function thinkingIndicator() {
         entry[1].textContent = `${result}${typeof step.ms === "number" ? ` (${Math.round(step.ms)} ms)` : ""}`;
       }
       subtitle.textContent = step.ok ? `${result}. Writing the answer…` : `${result}. Trying to answer anyway…`;
-    },
-    writing() {
-      subtitle.textContent = "Writing the answer…";
     },
   };
 }
@@ -471,6 +515,7 @@ async function ask(text, retry = null) {
   }
   const thinking = thinkingIndicator();
   el.thread.append(thinking.node);
+  state.follow = true;
   scrollToEnd();
   let sessionId = state.sessionId;
   try {
@@ -486,16 +531,20 @@ async function ask(text, retry = null) {
     }
     const answer = await streamMessage(org, sessionId, { content: text, message_id: messageId }, (type, data) => {
       if (view !== state.view) return;
-      if (type === "tool_call_started") thinking.started(data.name, data.arguments);
+      if (type === "text_delta") thinking.append(data.text);
+      else if (type === "text_replaced") thinking.replace(data.text);
+      else if (type === "tool_call_started") thinking.started(data.name, data.arguments);
       else if (type === "tool_call_finished") thinking.finished(data);
-      else if (type === "text_delta") thinking.writing();
-      scrollToEnd();
+      else return;
+      if (type.startsWith("tool_call")) followAnswer();
     });
+    thinking.stop();
     if (view === state.view) {
       thinking.node.replaceWith(assistantMessage(answer));
-      scrollToEnd();
+      followAnswer();
     }
   } catch (err) {
+    thinking.stop();
     if (view === state.view) {
       thinking.node.replaceWith(
         errorBox(err, (box) => {
@@ -621,6 +670,18 @@ function wire() {
   });
   $("sidebar-close").addEventListener("click", closeDrawer);
   el.scrim.addEventListener("click", closeDrawer);
+  el.scroller.addEventListener("wheel", (event) => {
+    if (event.deltaY < 0) state.follow = false;
+  }, { passive: true });
+  el.scroller.addEventListener("touchmove", () => {
+    state.follow = nearEnd();
+  }, { passive: true });
+  el.scroller.addEventListener("keydown", (event) => {
+    if (["ArrowUp", "PageUp", "Home"].includes(event.key)) state.follow = false;
+  });
+  el.scroller.addEventListener("scroll", () => {
+    if (nearEnd()) state.follow = true;
+  }, { passive: true });
   el.orgSelect.addEventListener("change", () => switchOrg(el.orgSelect.value));
   window.addEventListener("popstate", () => {
     const params = new URLSearchParams(location.search);
