@@ -195,7 +195,7 @@ class LocalChatModel:
             raise ModelTimeout(f"local model exceeded {params.timeout_s:g}s")
         self.last_stats = reader.stats
         turn = reader.turn()
-        if rest := reader.text_filter.finish(turn.text):
+        if offered and (rest := reader.text_filter.finish(turn.text)):
             yield TextDelta(text=rest)
         for call in turn.tool_calls:
             yield ToolCallDone(call=call)
