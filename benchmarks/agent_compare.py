@@ -3,7 +3,7 @@
 Each question goes to Ask CROW's loop and then to the peer (benchmarks/peer.py) before the
 next one, so both see the same machine load and the same model instance; both are graded by
 jobs.eval's code. With ``baseline=True`` a third agent joins: Ask CROW's loop with the
-small-model aids off (``agent.*``: no router, no argument grounding), the "before" of the
+small-model aids off (``agent.guidance: none``: no routing hint), the "before" of the
 answer-quality work, measured in the same run. ``compare`` returns::
 
     {"agents": [...], "askcrow": {"rows", "summary"}, "peer": {...}, ["baseline": {...}],
@@ -34,8 +34,7 @@ from models.chat import ChatModel
 from models.messages import Message
 
 AGENTS = ("askcrow", "peer")
-AIDS_OFF = {"ground_arguments": False, "route_small_talk": False, "route_counts": False,
-            "router": "off"}  # fmt: skip
+AIDS_OFF = {"guidance": "none"}
 
 
 async def compare(
@@ -105,7 +104,7 @@ def _cells(result: dict[str, Any], kind: str) -> list[str]:
 
 def _legend(result: dict[str, Any]) -> str:
     names = {"askcrow": "Ask CROW", "peer": f"{result['peer_framework']} peer",
-             "baseline": "Ask CROW, small-model aids off"}  # fmt: skip
+             "baseline": "Ask CROW, hints off"}  # fmt: skip
     return " / ".join(names[a] for a in _agents(result))
 
 

@@ -6,7 +6,7 @@ The peer is given what Ask CROW's loop is given: the system prompt, the five too
 same names, descriptions and JSON schemas, each calling the same ``Tool.invoke``, and the
 same ChatModel instance, reached the way a framework reaches a self-hosted model: over the
 OpenAI-compatible server (models/openai_server.py) on a local port. It has none of the loop's
-aids for small models (routing, argument grounding, answer composing, footnotes). Whatever
+aids for small models (routing hints, answer checks, footnotes). Whatever
 pydantic-ai raises (retries or usage limit exceeded, model errors) ends that answer with
 ``error`` set; it never ends a run. The CLI asks both agents each question, interleaved
 (benchmarks/agent_compare.py).

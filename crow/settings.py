@@ -132,28 +132,11 @@ class OrgSettings(_Section):
 
 
 class AgentSettings(_Section):
-    ground_arguments: bool = Field(
-        True, description="Drop tool filters the question never asked for (for small models)."
-    )
-    route_small_talk: bool = Field(
-        True, description="Answer greetings and thanks without offering tools (small models)."
-    )
-    route_counts: bool = Field(
-        True,
-        description="Count questions call get_interaction_summary first, questions about the "
-        "company search_org_context first (small models).",
-    )
-    router: Literal["off", "advisory", "force"] = Field(
-        "force",
-        description="Semantic intent router (crow.agent.intent): 'force' calls the routed tools "
-        "and answers from them (small models), 'advisory' names them to the model as a hint, "
-        "'off' leaves the choice to the model (strong models).",
-    )
-    route_arguments: Literal["question", "model"] = Field(
-        "question",
-        description="With router 'force': a routed search's query is the question itself, its "
-        "channel and time span the ones the question states ('question'), or the model writes "
-        "the call ('model').",
+    guidance: Literal["none", "hints"] | None = Field(
+        None,
+        description="Help the model reads, never decisions made for it: 'hints' adds a routing "
+        "hint from the intent router (crow.agent.intent) for small models, 'none' gives the "
+        "model the prompt and tools only. Default: from llm.backend ('local': hints, else none).",
     )
 
 
@@ -234,6 +217,15 @@ class AppSettings(BaseSettings):
     @property
     def chat_db_path(self) -> Path:
         return self.chat_db or self.var_dir / "chat.duckdb"
+
+    @property
+    def agent_guidance(self) -> Literal["none", "hints"]:
+        """The guidance in force: as set, else derived from the backend (small local model:
+        hints; vLLM, OpenAI or custom: none), so no config turns small-model help on for a
+        large model by leaving the setting out."""
+        if self.agent.guidance is not None:
+            return self.agent.guidance
+        return "hints" if self.llm.backend == "local" else "none"
 
     @property
     def model_cache_dir(self) -> Path:

@@ -274,7 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="compare with a pydantic-ai agent on the same questions, model and tools "
                              "(benchmarks/agent_compare.py; needs the dev extra)")  # fmt: skip
     parser.add_argument("--baseline", action="store_true",
-                        help="with --peer: also Ask CROW with the small-model aids off (agent.*), "
+                        help="with --peer: also Ask CROW with its hints off (agent.guidance: none), "
                              "the 'before' of the answer-quality work")  # fmt: skip
     return parser
 

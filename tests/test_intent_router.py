@@ -12,7 +12,7 @@ import pytest
 from crow.agent.intent import IntentRouter, Route, refine, split_clauses
 from crow.agent.loop import Agent, AgentConfig
 from crow.services import ThreadProxy
-from models.messages import AssistantTurn, InvalidToolCall, NamedToolChoice
+from models.messages import AssistantTurn
 from models.testing import ScriptedChatModel
 from tests.demo_env import build_demo_env
 from tests.test_agent_loop import call, ctx_for, run
@@ -80,80 +80,18 @@ class FixedRouter(IntentRouter):
         return self.fixed
 
 
-def agent_with(model, route, mode="force", arguments="question") -> Agent:
-    agent = Agent(model, AgentConfig(router=mode, route_arguments=arguments))
+def agent_with(model, route) -> Agent:
+    agent = Agent(model, AgentConfig(hints=True))
     agent.router = FixedRouter(route)
     return agent
 
 
-def test_forced_count_calls_the_summary_with_the_questions_filters_and_one_model_call(demo):
-    model = ScriptedChatModel([AssistantTurn(text="You had 1,234 web interactions.")])
-    agent = agent_with(model, Route(("count",), 0.8))
-    answer = run(agent, ctx_for(demo), "How many web interactions did we have last week?")
-    model.assert_complete()
-    (step,) = answer.tool_steps
-    assert step["name"] == "get_interaction_summary"
-    assert step["arguments"] == {"channel": "web", "since": "last week"}
-    assert model.calls[0].params.tool_choice == "none"  # the answer is written without tools
-    asked = model.calls[0].messages[-1]  # the results come as data inside the question
-    assert asked.role == "user" and asked.content.startswith("How many web interactions")
-    assert (
-        '"total_interactions"' in asked.content
-        and "Result of get_interaction_summary" in asked.content
-    )
-    assert all(m.role in {"system", "user"} for m in model.calls[0].messages)
-    assert model.calls[0].params.max_tokens == 160  # a count answer is a few lines
-
-
-def test_a_count_answer_that_goes_on_about_made_up_things_is_composed(demo):
-    def rambling(messages, tools, params):
-        total = json.loads(messages[-1].content.split("(JSON):\n")[1].split("\n")[0])
-        return AssistantTurn(text=f"- Total: {total['total_interactions']}\n- Products:\n"
-                                  "  - Product Alpha: 12\n  - Product Beta: 7")  # fmt: skip
-
-    model = ScriptedChatModel([rambling])
-    answer = run(agent_with(model, Route(("count",), 0.8)), ctx_for(demo), "How many interactions?")
-    assert answer.fallback == "composed" and "Alpha" not in answer.content
-    assert answer.content.startswith("You have **3,000** interactions")
-
-
-def test_forced_searches_take_the_question_as_query_and_its_stated_filters(demo):
-    model = ScriptedChatModel([AssistantTurn(text="Here they are.")])
-    agent = agent_with(model, Route(("products", "patterns"), 0.7))
-    question = "Which patterns involve our best-selling tents?"
-    answer = run(agent, ctx_for(demo), question)
-    model.assert_complete()  # one model call: the answer
-    products, patterns = answer.tool_steps
-    assert products["arguments"] == {"query": question, "sort": "popularity"}
-    assert patterns["arguments"] == {"query": question}
-    assert "Result of search_products" in model.calls[0].messages[-1].content
-
-
-def test_forced_searches_can_have_the_model_write_the_call(demo):
-    model = ScriptedChatModel([
-        AssistantTurn(invalid_tool_calls=(InvalidToolCall(id="x", name="search_products", raw="{", reason="bad json"),)),
-        call("search_patterns", query="tent trends"),
-        AssistantTurn(text="Here is what I found."),
-    ])  # fmt: skip
-    agent = agent_with(model, Route(("products", "patterns"), 0.7), arguments="model")
-    question = "Which patterns involve our best-selling tents?"
-    answer = run(agent, ctx_for(demo), question)
-    model.assert_complete()
-    assert [c.params.tool_choice for c in model.calls[:2]] == [
-        NamedToolChoice(name="search_products"),
-        NamedToolChoice(name="search_patterns"),
-    ]
-    by_name = {s["name"]: s for s in answer.tool_steps}
-    assert by_name["search_products"]["arguments"]["query"] == question  # malformed: the question
-    assert by_name["search_patterns"]["arguments"]["query"] == "tent trends"
-    assert all(s["ok"] for s in answer.tool_steps) and answer.sources
-
-
-def test_routed_small_talk_gets_a_short_answer_without_tools_or_footnotes(demo):
+def test_a_routed_small_talk_hint_leaves_the_tools_offered(demo):
     model = ScriptedChatModel([AssistantTurn(text="Hi! What would you like to know?")])
     answer = run(agent_with(model, Route(("chat",), 0.9)), ctx_for(demo), "Hey, good to see you")
-    assert model.calls[0].params.tool_choice == "none"
-    assert "small talk" in model.calls[0].messages[-1].content
+    first = model.calls[0]
+    assert first.params.tool_choice == "auto" and len(first.tools) == 5
+    assert "no tool (answer directly)" in first.messages[-1].content
     assert answer.tool_steps == [] and answer.sources == [] and "[1]" not in answer.content
 
 
@@ -166,11 +104,11 @@ def test_an_unsure_or_failing_router_leaves_the_choice_to_the_model(demo, route)
     assert [s["name"] for s in answer.tool_steps] == ["search_products"]
 
 
-def test_advisory_router_only_hints_and_the_model_still_chooses(demo):
+def test_the_hint_is_only_read_and_the_model_still_chooses(demo):
     model = ScriptedChatModel(
         [call("search_interactions", query="tents"), AssistantTurn(text="ok")]
     )
-    agent = agent_with(model, Route(("products",), 0.7), mode="advisory")
+    agent = agent_with(model, Route(("products",), 0.7))
     answer = run(agent, ctx_for(demo), "tents?")
     first = model.calls[0]
     assert first.params.tool_choice == "auto" and len(first.tools) == 5

@@ -130,7 +130,7 @@ def test_compare_asks_both_agents_each_question_and_tabulates(demo):
     assert "3,000" in result["peer"]["rows"][0]["answer"]
     table = markdown_table(result)
     assert "| count | 1 | " in table and " / 1.00 / 1.00 |" in table and "| all | 2 |" in table
-    assert "pydantic-ai" in text_table(result) and "aids off" in text_table(result)
+    assert "pydantic-ai" in text_table(result) and "hints off" in text_table(result)
 
 
 def test_the_model_gets_the_peer_limits(env):

@@ -48,9 +48,9 @@ def app_url(tmp_path_factory):
         yield url
 
 
-def ask(url: str, question: str) -> dict:
-    session = httpx.post(f"{url}/api/v1/chat/sessions", headers=H).json()
-    r = httpx.post(f"{url}/api/v1/chat/sessions/{session['id']}/messages", json={"content": question},
+def ask(url: str, question: str, session: str | None = None) -> dict:
+    session = session or httpx.post(f"{url}/api/v1/chat/sessions", headers=H).json()["id"]
+    r = httpx.post(f"{url}/api/v1/chat/sessions/{session}/messages", json={"content": question},
                    headers=H, timeout=600)  # fmt: skip
     assert r.status_code == 200, r.text
     return r.json()
@@ -75,6 +75,25 @@ def test_product_question_carries_product_footnotes(app_url):
     assert "search_products" in [s["name"] for s in answer["tool_steps"]]
     assert answer["sources"] and {s["type"] for s in answer["sources"]} == {"product"}
     assert re.search(r'^\[1\] Product: ".+"$', answer["content"], re.M)
+
+
+def test_follow_ups_resolve_against_the_earlier_turns(app_url):
+    """The model writes the follow-up's call from the conversation: "the web" after a CCTV
+    count is a web count; "those on Instagram" after a search is a social search."""
+    session = httpx.post(f"{app_url}/api/v1/chat/sessions", headers=H).json()["id"]
+    first = ask(app_url, "How many CCTV interactions were recorded?", session)
+    assert any(s["arguments"].get("channel") == "cctv" for s in first["tool_steps"])
+    web = ask(app_url, "And how many on the web?", session)
+    print("follow-up count:", web["tool_steps"], repr(web["content"]))
+    calls = [s for s in web["tool_steps"] if s["name"] == "get_interaction_summary"]
+    assert calls and calls[-1]["arguments"].get("channel") == "web"
+    session = httpx.post(f"{app_url}/api/v1/chat/sessions", headers=H).json()["id"]
+    ask(app_url, "Find customer comments about rain jackets.", session)
+    social = ask(app_url, "Which of those were on Instagram?", session)
+    print("follow-up search:", social["tool_steps"], repr(social["content"]))
+    searches = [s for s in social["tool_steps"] if s["name"] == "search_interactions"]
+    assert searches and searches[-1]["arguments"].get("channel") == "social"
+    assert "jacket" in searches[-1]["arguments"].get("query", "").lower()
 
 
 def test_dashboard_answers_a_suggested_prompt_with_the_real_model(app_url):

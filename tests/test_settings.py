@@ -31,3 +31,15 @@ def test_environment_overrides_args(monkeypatch):
 def test_typos_and_bad_values_are_rejected(args):
     with pytest.raises(ValidationError):
         AppSettings.from_args(args)
+
+
+def test_agent_guidance_follows_the_backend_unless_set() -> None:
+    """Small-model hints are on for the local model only; no config turns them on for a large
+    model by leaving the agent block out (the GPU profile and its RayService omit it)."""
+    root = Path(__file__).resolve().parents[1]
+    assert AppSettings.from_serve_config(root / "serve_config.yaml").agent_guidance == "hints"
+    gpu = AppSettings.from_serve_config(root / "cluster" / "serve_config.gpu.yaml")
+    assert gpu.llm.backend == "vllm" and gpu.agent_guidance == "none"
+    assert AppSettings.from_args({"llm": {"backend": "openai"}}).agent_guidance == "none"
+    forced = AppSettings.from_args({"agent": {"guidance": "none"}})
+    assert forced.agent_guidance == "none"

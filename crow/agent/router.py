@@ -1,10 +1,7 @@
-"""Intent routing for small models: small talk without tools, counts to the summary first.
+"""The cue-word vocabulary: small talk, count questions, product queries without a topic.
 
-A small model tends to call a tool for "Hi!" and to search when asked "how many". A message
-that is only small talk (no data words at all) is answered without offering tools; a count
-question about interactions gets ``get_interaction_summary`` as its first call (the spec's
-"COUNT questions: get_interaction_summary first"). Settings ``agent.route_small_talk`` and
-``agent.route_counts``: on for the CPU profile, off for a strong model.
+Read by the intent router's refinement (crow.agent.intent), whose reading reaches the model
+as a hint, and by the scripted test models; nothing here decides a tool call.
 """
 
 from __future__ import annotations
@@ -50,33 +47,57 @@ def is_count_question(message: str) -> bool:
     )
 
 
-_SEARCH = re.compile(
-    r"\b(show|find|list|which|examples?|search|look up|what are|tell me about|describe)\b", re.I
+_NO_TOPIC = frozenset(
+    [
+        "a",
+        "all",
+        "any",
+        "are",
+        "best",
+        "bestselling",
+        "best-selling",
+        "catalog",
+        "catalogue",
+        "current",
+        "currently",
+        "do",
+        "goods",
+        "in",
+        "is",
+        "items",
+        "item",
+        "list",
+        "most",
+        "of",
+        "our",
+        "overall",
+        "popular",
+        "popularity",
+        "product",
+        "products",
+        "rank",
+        "ranked",
+        "right",
+        "now",
+        "sell",
+        "seller",
+        "sellers",
+        "selling",
+        "sells",
+        "sold",
+        "the",
+        "these",
+        "this",
+        "top",
+        "we",
+        "what",
+        "which",
+    ]
 )
 
 
-def wants_more_than_a_count(message: str) -> bool:
-    """A count question that also asks to see or find things (needs a second tool)."""
-    return _SEARCH.search(message) is not None
-
-
-_ORG_TOPICS = re.compile(
-    r"\b(polic(y|ies)|returns?|refunds?|shipping|delivery|privacy|mission|values|target market|"
-    r"competitors?|competition|locations?|opening hours|hours|loyalty|rewards|membership|"
-    r"sustainability|founded|history|headquarters|employees|revenue|warranty|repairs?|"
-    r"gift cards?|price match|careers?|guide)\b",
-    re.I,
-)
-_ABOUT_US = re.compile(
-    r"\b(about (us|our company|the company|ourselves)|our company|who we are|our business)\b", re.I
-)
-
-
-def is_org_question(message: str) -> bool:
-    """A question the company's own knowledge base answers (policies, profile, market...)."""
-    if is_count_question(message):
-        return False
-    return bool(_ABOUT_US.search(message)) or (
-        bool(_ORG_TOPICS.search(message))
-        and re.search(r"\b(our|we|us|your|you)\b", message, re.I) is not None
-    )
+def names_no_topic(query: str) -> bool:
+    """A product query made only of words like "top", "best selling", "our products": it asks
+    for the whole catalog's ranking, not for products about something."""
+    words = re.findall(r"[a-z][a-z-]*", query.lower())
+    return all(w in _NO_TOPIC for w in words)

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from crow.agent.context import ToolContext
+from crow.agent.router import names_no_topic
 from crow.agent.sources import Source
 from crow.records import PatternType
 from crow.timewords import resolve_range
@@ -106,8 +107,11 @@ async def _search(ctx: ToolContext, collection: str, query: str, k: int, **kw: A
 
 
 async def search_products(args: ProductArgs, ctx: ToolContext) -> ToolOutput:
-    sort = "popularity" if not args.query.strip() else args.sort
-    hits = await _search(ctx, "products", args.query, min(args.limit, MAX_ROWS), sort=sort)
+    """A query that names no topic ("top products", "our best sellers") ranks the whole
+    catalog by interactions; a topic ("most popular tents") ranks that topic's products."""
+    query = "" if names_no_topic(args.query) else args.query
+    sort = "popularity" if not query else args.sort
+    hits = await _search(ctx, "products", query, min(args.limit, MAX_ROWS), sort=sort)
     rows = [{"id": h["id"], "title": h["title"], "category": h["category"], "price": h["price"],
              "interactions": h["interactions"]["total"]} for h in hits]  # fmt: skip
     return ToolOutput(

@@ -380,6 +380,15 @@ function assistantMessage(message) {
   ]
     .filter(Boolean)
     .join(" · ");
+  // An answer composed from the data (the model's own failed the checks twice) says so.
+  const composed =
+    message.timings?.fallback === "composed"
+      ? h("p", {
+          class: "composed-note",
+          role: "note",
+          text: "Composed from the data: the model's own answer did not match the tool results.",
+        })
+      : null;
   return h(
     "div",
     { class: "msg msg-assistant", "data-message-id": message.id },
@@ -387,6 +396,7 @@ function assistantMessage(message) {
     h(
       "div",
       { class: "assistant-body" },
+      composed,
       body,
       chips,
       h("div", { class: "actions" }, copy, metaText ? h("span", { class: "meta", text: metaText }) : null),

@@ -20,7 +20,9 @@ def fake_parts(site: Path, chunks: list[bytes]) -> tuple[tuple[str, str], ...]:
         (pkg / f"part{n:02d}.bin").write_bytes(chunk)
         info = site / f"fake_part_{n}-1.0.dist-info"
         info.mkdir()
-        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: fake-part-{n}\nVersion: 1.0\n")
+        (info / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: fake-part-{n}\nVersion: 1.0\n"
+        )
         parts.append((f"fake-part-{n}", f"fake_part_{n}/data/part{n:02d}.bin"))
     return tuple(parts)
 

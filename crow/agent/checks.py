@@ -1,0 +1,117 @@
+"""Checks of a written answer against the tool results it rests on.
+
+Each check must stay silent on a good answer in any style (headings, bold labels, bullet
+lists, percentages, rounded numbers); it speaks only when the answer is tool data instead
+of prose, states a count that no summary returned, or puts forward a name no tool returned.
+A problem goes back to the model as one short correction (crow.agent.loop).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from crow.agent.compose import ECHO_STOPS
+
+Outputs = list[tuple[str, dict[str, Any]]]
+
+# A figure: digits with thousands separators, an optional decimal part and unit. Years,
+# percentages, decimals, times and figures under 10 are not counts.
+_FIGURE = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\s*(%|k\b|thousand\b)?", re.I)
+_YEAR = re.compile(r"^(19|20)\d\d$")
+_BOLD = re.compile(r"\*\*([^*\n]{3,80})\*\*(\s*:)?")
+_WORD = re.compile(r"[a-z][a-z0-9]{2,}")
+_TITLE_WORD = re.compile(r"[A-Z0-9][\w'-]*")
+
+
+def answer_problem(text: str, outputs: Outputs, question: str = "") -> str | None:
+    """What is wrong with the answer, in a sentence for the model; None when nothing is."""
+    if looks_unusable(text):
+        return "Your answer repeated tool data instead of answering."
+    summaries = [c for name, c in outputs if name == "get_interaction_summary" and "error" not in c]
+    if summaries and (wrong := wrong_counts(text, summaries)):
+        figures = ", ".join(f"{n:,}" for n in sorted(_allowed(summaries)))
+        return (
+            f"Your answer states {', '.join(f'{n:,}' for n in wrong)}, which is not a figure "
+            f"the summary tool returned ({figures})."
+        )
+    if names := invented_names(text, outputs, question):
+        return f"Your answer names {', '.join(repr(n) for n in names)}, which no tool returned."
+    return None
+
+
+def correction(problem: str) -> str:
+    return (
+        f"{problem} Answer the question again from the tool results above only, stating "
+        "figures and names exactly as the tools gave them."
+    )
+
+
+def looks_unusable(text: str) -> bool:
+    """Empty, or structured data / a tool call instead of prose."""
+    stripped = text.strip().strip("`").removeprefix("json").strip()
+    if not stripped or any(stop in text for stop in ECHO_STOPS):
+        return True
+    if stripped[0] in "{[":
+        try:
+            json.loads(stripped)
+            return True
+        except json.JSONDecodeError:
+            return stripped.count('":') >= 2
+    return False
+
+
+def wrong_counts(text: str, summaries: list[dict[str, Any]]) -> list[int]:
+    """The counts the answer states when none of them is a figure a summary returned (a
+    rounded figure within 2% of one, like "about 12,300" or "12.3k", counts as stated)."""
+    allowed = _allowed(summaries)
+    stated = []
+    for whole, decimals, unit in _FIGURE.findall(text):
+        unit = unit.lower()
+        if unit == "%" or (decimals and not unit) or _YEAR.match(whole):
+            continue
+        value = float(whole.replace(",", "") + (decimals or ""))
+        value *= 1000 if unit in ("k", "thousand") else 1
+        if value >= 10:
+            stated.append(value)
+    if not stated or any(_close(v, allowed) for v in stated):
+        return []
+    return [int(v) for v in stated]
+
+
+def invented_names(text: str, outputs: Outputs, question: str = "") -> list[str]:
+    """Bold names the answer puts forward (Title Case, not a label before a colon) whose words
+    are mostly in neither the tools' results nor the question: a product, pattern or
+    document made up."""
+    found = [c for _, c in outputs if "error" not in c]
+    if not found:
+        return []
+    data = json.dumps(found, ensure_ascii=False).lower().replace("_", " ")
+    known = set(_WORD.findall(data)) | set(_WORD.findall(question.lower()))
+    invented = []
+    for name, colon in _BOLD.findall(text):
+        name = name.strip()
+        words = _WORD.findall(name.lower())
+        if colon or name.endswith(":") or len(words) < 2 or not _is_title(name):
+            continue  # a label ("**Busiest channel:**"), a single word, or a sentence
+        if sum(w not in known for w in words) * 2 > len(words):
+            invented.append(name)
+    return invented
+
+
+def _allowed(summaries: list[dict[str, Any]]) -> set[int]:
+    out: set[int] = set()
+    for summary in summaries:
+        out.add(int(summary.get("total_interactions") or 0))
+        out.update(int(n) for n in (summary.get("by_channel") or {}).values())
+    return {n for n in out if n}
+
+
+def _close(value: float, allowed: set[int]) -> bool:
+    return any(abs(value - a) <= 0.02 * a for a in allowed)
+
+
+def _is_title(name: str) -> bool:
+    words = [w for w in re.findall(r"[\w'-]+", name) if len(w) >= 3]
+    return bool(words) and all(_TITLE_WORD.fullmatch(w) for w in words)
