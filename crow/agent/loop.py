@@ -6,7 +6,8 @@ and either calls tools (run in parallel, results appended) or answers in text. A
 answers from what was gathered. No tool runs that the model did not ask for.
 
 Small models get help they read, never decisions made for them (``hints``): a one-line
-routing hint from the intent router, advisory only.
+routing hint from the intent router, advisory only, and after tool results a reminder that
+they may answer now.
 
 An answer is checked (a count the summary tool did not return, a name no tool returned,
 tool data instead of prose): a failed check sends the model one short correction and it
@@ -48,6 +49,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 Emit = Callable[[dict[str, Any]], None]
+RESULTS_HINT = (
+    "The tool results are above. If they answer the question, answer it now in a few "
+    "sentences, with the figures and names exactly as given; call another tool only for a "
+    "part of the question they do not cover."
+)
 
 
 @dataclass(frozen=True)
@@ -134,8 +140,7 @@ class Agent:
             run.messages.append(Message.system(hint))
         text, fallback = None, None
         try:
-            text = await self._loop(run, ctx)
-            fallback = None if text is not None else "max_iterations"
+            text, fallback = await self._loop(run, ctx)
         except ModelError as exc:
             log.warning("agent loop failed (%s); falling back to a plain call", exc)
             fallback = f"error: {type(exc).__name__}"
@@ -158,8 +163,9 @@ class Agent:
         emit({"type": "sources", "sources": [s.model_dump() for s in sources]})
         emit({"type": "done", "answer": answer})
 
-    async def _loop(self, run: _Run, ctx: ToolContext) -> str | None:
-        """Model steps with tools until one answers in text; None past the iteration limit."""
+    async def _loop(self, run: _Run, ctx: ToolContext) -> tuple[str | None, str | None]:
+        """Model steps with tools until one answers in text: (the text, None), or (None, why)
+        when the model only repeats calls already answered or reaches the iteration limit."""
         for _ in range(self.config.max_iterations):
             turn = await self._step(run, tools=True)
             if turn.invalid_tool_calls and not turn.tool_calls:
@@ -167,14 +173,18 @@ class Agent:
                 run.messages.append(Message.user(retry_message(turn.invalid_tool_calls, self.specs)))  # fmt: skip
                 continue
             fresh = _fresh_calls(turn.tool_calls, run.seen)
-            if not fresh:  # an answer, or only calls already answered: what the model has is it
-                return turn.text if not turn.tool_calls else None
+            if turn.tool_calls and not fresh:
+                return None, "repeated_call"
+            if not fresh:
+                return turn.text, None
             run.messages.append(Message.assistant(turn.text, tuple(fresh)))
             for call in fresh:
                 run.emit({"type": "tool_call_started", "name": call.name, "arguments": call.arguments})  # fmt: skip
             for step in await self._run_tools(fresh, run, ctx):
                 run.emit({"type": "tool_call_finished", **step})
-        return None
+            if self.config.hints:
+                run.messages.append(Message.system(RESULTS_HINT))
+        return None, "max_iterations"
 
     async def _checked(self, run: _Run, text: str, fallback: str | None) -> tuple[str, str | None]:
         """One correction round for an answer that fails a check, then the composed answer."""
@@ -182,11 +192,13 @@ class Agent:
         problem = answer_problem(text, run.outputs, question)
         if problem is None or not run.outputs:
             return text, fallback
+        log.info("answer check failed (%s): %.200r", problem, text)
         run.messages += [Message.assistant(text), Message.user(correction(problem))]
         with contextlib.suppress(ModelError):
             text = (await self._step(run, tools=False)).text
-            if answer_problem(text, run.outputs, question) is None:
+            if (problem := answer_problem(text, run.outputs, question)) is None:
                 return text, fallback
+            log.info("corrected answer failed too (%s): %.200r", problem, text)
         return compose(run.outputs), "composed"
 
     async def _hint(self, run: _Run, ctx: ToolContext) -> str | None:

@@ -39,10 +39,19 @@ class _Args(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
+_ONLY_IF = " Leave it out unless the question names one."
+
+
 class SummaryArgs(_Args):
-    channel: Channel | None = Field(None, description="Only this channel: web, cctv or social.")
-    since: str | None = Field(None, description="Start: ISO date or words like 'last week'.")
-    until: str | None = Field(None, description="End: ISO date or words like 'yesterday'.")
+    channel: Channel | None = Field(
+        None, description="Only this channel: web, cctv or social." + _ONLY_IF
+    )
+    since: str | None = Field(
+        None, description="Start: ISO date or words like 'last week'." + _ONLY_IF
+    )
+    until: str | None = Field(
+        None, description="End: ISO date or words like 'yesterday'." + _ONLY_IF
+    )
 
 
 class ProductArgs(_Args):
@@ -55,16 +64,24 @@ class ProductArgs(_Args):
 
 class InteractionArgs(_Args):
     query: str = Field(description="What the interactions are about.")
-    channel: Channel | None = Field(None, description="web, cctv (store cameras) or social.")
-    since: str | None = Field(None, description="Start: ISO date or words like 'last week'.")
-    until: str | None = Field(None, description="End: ISO date or words like 'yesterday'.")
+    channel: Channel | None = Field(
+        None, description="web, cctv (store cameras) or social." + _ONLY_IF
+    )
+    since: str | None = Field(
+        None, description="Start: ISO date or words like 'last week'." + _ONLY_IF
+    )
+    until: str | None = Field(
+        None, description="End: ISO date or words like 'yesterday'." + _ONLY_IF
+    )
     limit: int = Field(5, ge=1, le=20)
 
 
 class PatternArgs(_Args):
     query: str = Field(description="What the patterns are about.")
-    type: PatternType | None = Field(None, description="Only this pattern type.")
-    since: str | None = Field(None, description="Detected since: ISO date or 'last week'.")
+    type: PatternType | None = Field(None, description="Only this pattern type." + _ONLY_IF)
+    since: str | None = Field(
+        None, description="Detected since: ISO date or 'last week'." + _ONLY_IF
+    )
     limit: int = Field(5, ge=1, le=20)
 
 
@@ -98,7 +115,18 @@ async def get_interaction_summary(args: SummaryArgs, ctx: ToolContext) -> ToolOu
                "from": _day(s["first_at"]), "to": _day(s["last_at"])}  # fmt: skip
     if args.channel:
         content["channel"] = args.channel
+    content["in_words"] = _summary_in_words(content)
     return ToolOutput(content)
+
+
+def _summary_in_words(c: dict[str, Any]) -> str:
+    """The counts as a sentence with the figures as an answer writes them (a small model
+    copies "20,000" correctly where it miswrites 20000), and the span they cover."""
+    scope = f" on the {c['channel']} channel" if c.get("channel") else ""
+    parts = ", ".join(f"{n:,} {ch}" for ch, n in c["by_channel"].items() if n)
+    breakdown = f" ({parts})" if parts and not c.get("channel") else ""
+    span = f" from {c['from']} to {c['to']}" if c.get("from") else ""
+    return f"{c['total_interactions']:,} interactions{scope}{breakdown}{span}."
 
 
 async def _search(ctx: ToolContext, collection: str, query: str, k: int, **kw: Any) -> list[dict]:
@@ -194,7 +222,8 @@ TOOLS: tuple[Tool, ...] = (
     Tool("get_interaction_summary",
          "Count customer interactions: the total and the breakdown per channel (web, cctv, "
          "social), optionally for one channel or a time range. Use it for every 'how many', "
-         "'total', 'count' or 'breakdown' question about interactions.",
+         "'total', 'count' or 'breakdown' question about interactions; with no arguments it "
+         "counts all of them.",
          SummaryArgs, get_interaction_summary),
     Tool("search_products",
          "Find products in the catalog, each with its number of customer interactions. For top, "
