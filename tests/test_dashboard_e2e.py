@@ -57,6 +57,7 @@ class QuestionModel:
         self.gate.set()
         self.outages: dict[str, int] = {}
         self.delta_delay_s = 0.0
+        self.miscount = False  # every answer states a count no tool returned
 
     async def request(
         self,
@@ -73,6 +74,8 @@ class QuestionModel:
         if not results and tools and (call := self.tool_for(question.lower())):
             return AssistantTurn(tool_calls=(ToolCall(id="c1", name=call[0], arguments=call[1]),))
         await asyncio.to_thread(self.gate.wait, 30)
+        if self.miscount:
+            return AssistantTurn(text="You have **12,345** interactions.")
         return AssistantTurn(text=self.answer(results[-1] if results else {}))
 
     async def stream(self, messages, tools=(), params=None):
@@ -151,6 +154,7 @@ def page(site, browser):
     url, model = site
     model.gate.set()
     model.delta_delay_s = 0.0
+    model.miscount = False
     context = browser.new_context(
         base_url=url, viewport={"width": 1280, "height": 860},
         permissions=["clipboard-read", "clipboard-write"],
@@ -331,6 +335,20 @@ def test_keyboard_table_answer_and_phone_width(site, page):
     page.locator("#scrim").click(position={"x": 370, "y": 400})
     expect(page.locator("#sidebar")).not_to_be_in_viewport()
     expect(page.locator("#send")).to_be_in_viewport()
+
+
+def test_a_composed_answer_says_so(site, page):
+    """The model states a count no tool returned, twice: the answer shown is composed from
+    the data, and the card says so."""
+    _, model = site
+    model.miscount = True
+    open_home(page)
+    page.locator("#input").fill("How many interactions do we have?")
+    page.locator("#input").press("Enter")
+    answer = page.locator(".msg-assistant:not(.thinking)").last
+    expect(answer.locator(".composed-note")).to_contain_text("Composed from the data")
+    expect(answer.locator(".markdown")).not_to_contain_text("12,345")
+    expect(answer.locator(".markdown strong").first).to_have_text(re.compile(r"^[\d,]+$"))
 
 
 def test_org_switch_shows_only_that_orgs_sessions(site, page):
