@@ -87,8 +87,7 @@ class ChatService:
         ctx = ToolContext(
             org_id, self.services.embedder, self.services.retriever, self.services.analytics
         )
-        messages = [Message.system(system_prompt(self.services.org_names.get(org_id, org_id),
-                                                 today=await ctx.anchor()))]  # fmt: skip
+        messages = [Message.system(system_prompt(self.services.org_names.get(org_id, org_id)))]
         messages += [_as_message(m) for m in history if m["id"] != user["id"]]
         messages.append(Message.user(content))
         answer: AgentAnswer | None = None

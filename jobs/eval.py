@@ -179,7 +179,7 @@ async def evaluate_question(
     """Ask one question the way the app does, time the answer and grade it."""
     ctx = env.context()
     messages = [
-        Message.system(system_prompt(env.org_name, today=await ctx.anchor())),
+        Message.system(system_prompt(env.org_name)),
         Message.user(question["query"]),
     ]
     started = time.perf_counter()

@@ -163,7 +163,7 @@ class LocalChatModel:
         if self._server is None:
             await asyncio.to_thread(self.load)
         body = self._body(messages, tools, params)
-        offered = tools if body.get("chat_template_kwargs") else ()
+        offered = tools if params.tool_choice != "none" else ()
         reader = _Reader(offered=offered, budget=self.config.max_prompt_tokens)
         stop = threading.Event()
         loop = asyncio.get_running_loop()
@@ -217,7 +217,7 @@ class LocalChatModel:
         }
         if params.stop:
             body["stop"] = list(params.stop)
-        if tools and params.tool_choice != "none":
+        if tools:
             body["chat_template_kwargs"] = {"tools": [tool_to_wire(t) for t in tools]}
             try:
                 body.update(constraint(tools, params.tool_choice))

@@ -8,7 +8,8 @@ A call is written in the model's own format (Qwen: ``<tool_call>{"name", "argume
   or a JSON object as the whole answer), the rest of the call is constrained.
 - ``"required"`` or a named tool: the whole output is one or more tagged calls (to that one
   tool when named).
-- ``"none"``: no grammar; the tools are not offered at all.
+- ``"none"`` with tools: the tools stay in the prompt (its cached prefix is the same as the
+  steps that may call them) and the answer is prose that cannot hold a call (NO_CALL_GRAMMAR).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from typing import Any
 
 from models.messages import NamedToolChoice, ToolChoice, ToolSpec
 
+NO_CALL_GRAMMAR = r"%llguidance {}" "\n" r"start: /[^<{\[`\s][^<]*/"
+"""Prose: it starts with neither a tag, a JSON value nor a code fence, and never opens a tag."""
 CALL_TAG = "<tool_call>"
 CALL_END = "</tool_call>"
 _FENCE = "```json"
@@ -43,9 +46,11 @@ def call_schema(tools: Sequence[ToolSpec]) -> dict[str, Any]:
 
 
 def constraint(tools: Sequence[ToolSpec], choice: ToolChoice) -> dict[str, Any]:
-    """The llama.cpp request fields that constrain tool calls for `choice` ({} for none)."""
-    if not tools or choice == "none":
+    """The llama.cpp request fields that constrain tool calls for `choice` ({} without tools)."""
+    if not tools:
         return {}
+    if choice == "none":
+        return {"grammar": NO_CALL_GRAMMAR}
     if isinstance(choice, NamedToolChoice):
         named = [t for t in tools if t.name == choice.name]
         if not named:

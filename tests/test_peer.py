@@ -61,8 +61,7 @@ def test_the_peer_calls_the_tool_and_answers_from_its_result(demo, env):
     model.assert_complete()
     first, second = model.calls
     # The model sees what Ask CROW's loop sends it: the prompt, the tools, greedy decoding.
-    _, today = demo.analytics.data_time_range(ORG)
-    assert first.messages[0] == Message.system(system_prompt("Acme Outdoor", today=today))
+    assert first.messages[0] == Message.system(system_prompt("Acme Outdoor"))
     assert first.messages[1] == Message.user(COUNT["query"])
     assert first.tools == tuple(t.spec for t in TOOLS)
     assert (first.params.temperature, first.params.max_tokens) == (0.0, 512)

@@ -6,8 +6,7 @@ and either calls tools (run in parallel, results appended) or answers in text. A
 answers from what was gathered. No tool runs that the model did not ask for.
 
 Small models get help they read, never decisions made for them (``hints``): a one-line
-routing hint from the intent router, advisory only, and after tool results a reminder that
-they may answer now.
+routing hint from the intent router, advisory only.
 
 An answer is checked (a count the summary tool did not return, a name no tool returned,
 tool data instead of prose): a failed check sends the model one short correction and it
@@ -49,11 +48,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 Emit = Callable[[dict[str, Any]], None]
-RESULTS_HINT = (
-    "The tool results are above. If they answer the question, answer it now in a few "
-    "sentences, with the figures and names exactly as given; call another tool only for a "
-    "part of the question they do not cover."
-)
 
 
 @dataclass(frozen=True)
@@ -182,8 +176,6 @@ class Agent:
                 run.emit({"type": "tool_call_started", "name": call.name, "arguments": call.arguments})  # fmt: skip
             for step in await self._run_tools(fresh, run, ctx):
                 run.emit({"type": "tool_call_finished", **step})
-            if self.config.hints:
-                run.messages.append(Message.system(RESULTS_HINT))
         return None, "max_iterations"
 
     async def _checked(self, run: _Run, text: str, fallback: str | None) -> tuple[str, str | None]:
@@ -230,7 +222,9 @@ class Agent:
         started, turn, fresh = time.perf_counter(), None, True
         run.calls += 1
         try:
-            async for event in self.model.stream(run.messages, self.specs if tools else [], params):
+            # The tools stay offered when the step may not call them (tool_choice "none"), so a
+            # model's prompt cache covers the answer step too.
+            async for event in self.model.stream(run.messages, self.specs, params):
                 if isinstance(event, TextDelta):
                     if fresh and run.shown:  # a new step's text replaces the last one's
                         run.emit({"type": "text_replaced", "text": "", "reason": "next_step"})

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime
 from typing import Any
 
 
-def system_prompt(org_name: str, *, today: datetime | None = None) -> str:
-    when = f" The latest data is from {today:%Y-%m-%d}." if today else ""
+def system_prompt(org_name: str) -> str:
+    # No date here: a small model made the prompt's "latest data" date the `since`/`until` of
+    # questions that name no time. Relative words ("last week") are resolved by the tools.
     return (
         f"You are CROW AI, an intelligent retail analytics assistant for {org_name}. "
         "You answer questions about the organization's customer interactions (web, in-store "
         "cameras (cctv) and social media), products, detected behavioral patterns and its own "
-        f"knowledge base, using the tools.{when}\n"
+        "knowledge base, using the tools.\n"
         "Tool selection:\n"
         "- COUNT questions (how many, total, number of, breakdown): always call "
         "get_interaction_summary first.\n"

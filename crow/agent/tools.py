@@ -226,8 +226,9 @@ TOOLS: tuple[Tool, ...] = (
          "counts all of them.",
          SummaryArgs, get_interaction_summary),
     Tool("search_products",
-         "Find products in the catalog, each with its number of customer interactions. For top, "
-         "best-selling or most popular products use sort='popularity' with an empty query.",
+         "Find products in the catalog, each with its number of customer interactions. For the "
+         "top, best-selling or most popular products use sort='popularity': with an empty "
+         "query for the whole catalog, or with the kind of product as the query (e.g. 'tents').",
          ProductArgs, search_products),
     Tool("search_interactions",
          "Find individual customer interactions: web visits, in-store camera (cctv) "

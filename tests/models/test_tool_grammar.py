@@ -8,7 +8,7 @@ import json
 import pytest
 
 from models.messages import NamedToolChoice
-from models.tool_grammar import call_schema, constraint
+from models.tool_grammar import NO_CALL_GRAMMAR, call_schema, constraint
 from tests.models.tools_fixture import TOOLS
 
 
@@ -38,8 +38,8 @@ def test_a_call_names_an_offered_tool_with_closed_arguments() -> None:
         assert option["properties"]["arguments"]["additionalProperties"] is False
 
 
-def test_none_and_no_tools_add_nothing() -> None:
-    assert constraint(TOOLS, "none") == {}
+def test_none_keeps_the_tools_but_no_call_can_start_and_no_tools_add_nothing() -> None:
+    assert constraint(TOOLS, "none") == {"grammar": NO_CALL_GRAMMAR}
     assert constraint((), "required") == {}
     with pytest.raises(ValueError, match="not offered"):
         constraint(TOOLS, NamedToolChoice(name="search_competitors"))
