@@ -282,6 +282,7 @@ def test_a_wrong_count_gets_one_correction_round(demo):
 @pytest.mark.parametrize(
     "text",
     ["There are 2,140 web interactions.", "We have 1234 interactions since 2026.",
+     "To count them, use the `get_interaction_summary` function with no filters.",
      '```json\n{"total_interactions": 3000}\n```', ""],
 )  # fmt: skip
 def test_an_answer_wrong_twice_is_composed_and_says_so(demo, text):

@@ -29,6 +29,11 @@ def answer_problem(text: str, outputs: Outputs, question: str = "") -> str | Non
     """What is wrong with the answer, in a sentence for the model; None when nothing is."""
     if looks_unusable(text):
         return "Your answer repeated tool data instead of answering."
+    if named := sorted({name for name, _ in outputs if name in text}):
+        return (
+            f"Your answer talks about the tool {named[0]} instead of answering with what it "
+            "returned."
+        )
     summaries = [c for name, c in outputs if name == "get_interaction_summary" and "error" not in c]
     if summaries and (wrong := wrong_counts(text, summaries)):
         figures = ", ".join(f"{n:,}" for n in sorted(_allowed(summaries)))
