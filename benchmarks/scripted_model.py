@@ -15,7 +15,6 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from crow.agent.prompts import results_in_question
 from crow.agent.router import is_count_question, is_small_talk
 from models.messages import (
     AssistantTurn,
@@ -75,14 +74,11 @@ def _calls(*calls: tuple[str, dict]) -> AssistantTurn:
 
 
 def _answer(messages: Sequence[Message]) -> str:
-    # results come as tool messages, or as data inside the question (a routed answer)
     results = []
     for m in reversed(messages):
         if m.role != "tool":
             break
         results.insert(0, json.loads(m.content))
-    if not results:
-        results = [r for _, r in results_in_question(messages[-1].content)]
     if not results:
         return "Hello! Ask me about your retail data."
     parts = []

@@ -84,7 +84,6 @@ class GenerationStats:
     first_token_s: float | None = None
     total_s: float = 0.0
     tokens_per_s: float = 0.0
-    prompt_tokens_per_s: float = 0.0
 
 
 class LocalChatModel:
@@ -290,7 +289,6 @@ class _Reader:
         s.completion_tokens = int(usage.get("completion_tokens", timings.get("predicted_n", 0)))
         s.total_s = time.monotonic() - self.started
         s.tokens_per_s = float(timings.get("predicted_per_second") or 0.0)
-        s.prompt_tokens_per_s = float(timings.get("prompt_per_second") or 0.0)
 
     def turn(self) -> AssistantTurn:
         usage = Usage(

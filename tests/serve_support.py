@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from crow.agent.prompts import results_in_question
 from deployments.local_app import APP_NAME, ROOT, free_port, serve_config_app, wait_until
 from models.messages import AssistantTurn, Message, ModelParams, ToolCall, ToolSpec
 from models.testing import ScriptedChatModel
@@ -19,10 +18,7 @@ def _count_then_answer(
     messages: Sequence[Message], tools: Sequence[ToolSpec], params: ModelParams
 ) -> AssistantTurn:
     last = messages[-1]
-    # results come as a tool message, or as data inside the question (a routed answer)
-    results = [json.loads(last.content)] if last.role == "tool" else [
-        r for _, r in results_in_question(last.content)
-    ]  # fmt: skip
+    results = [json.loads(last.content)] if last.role == "tool" else []
     if totals := [r["total_interactions"] for r in results if "total_interactions" in r]:
         return AssistantTurn(text=f"You have {totals[-1]:,} interactions.")
     if tools and "how many" in last.content.lower():

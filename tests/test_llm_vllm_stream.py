@@ -24,19 +24,14 @@ from models.messages import (
     ToolCallDone,
     TurnDone,
 )
+from models.openai_wire import chunk
 from tests.models.tools_fixture import TOOLS
 
 USER = [Message.user("find tents")]
 
 
 def _chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-    return {
-        "id": "c",
-        "object": "chat.completion.chunk",
-        "created": 0,
-        "model": "m",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
+    return chunk("c", "m", delta, finish_reason=finish)
 
 
 def _sse(payload: dict[str, Any] | str) -> str:

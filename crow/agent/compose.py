@@ -7,10 +7,8 @@ be, and says so (``fallback: "composed"``).
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-_NUMBER = re.compile(r"\d[\d,]*")
 RESULT_KEYS = ("total_interactions", "products", "interactions", "patterns", "documents", "error")
 ECHO_STOPS: tuple[str, ...] = tuple(f'{{"{key}"' for key in RESULT_KEYS)
 """Generation stops here: a model writing a tool's result back out is not answering."""

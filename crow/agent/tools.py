@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -40,18 +40,20 @@ class _Args(BaseModel):
 
 
 _ONLY_IF = " Leave it out unless the question names one."
+Since = Annotated[
+    str | None, Field(description="Start: ISO date or words like 'last week'." + _ONLY_IF)
+]
+Until = Annotated[
+    str | None, Field(description="End: ISO date or words like 'yesterday'." + _ONLY_IF)
+]
 
 
 class SummaryArgs(_Args):
     channel: Channel | None = Field(
         None, description="Only this channel: web, cctv or social." + _ONLY_IF
     )
-    since: str | None = Field(
-        None, description="Start: ISO date or words like 'last week'." + _ONLY_IF
-    )
-    until: str | None = Field(
-        None, description="End: ISO date or words like 'yesterday'." + _ONLY_IF
-    )
+    since: Since = None
+    until: Until = None
 
 
 class ProductArgs(_Args):
@@ -67,12 +69,8 @@ class InteractionArgs(_Args):
     channel: Channel | None = Field(
         None, description="web, cctv (store cameras) or social." + _ONLY_IF
     )
-    since: str | None = Field(
-        None, description="Start: ISO date or words like 'last week'." + _ONLY_IF
-    )
-    until: str | None = Field(
-        None, description="End: ISO date or words like 'yesterday'." + _ONLY_IF
-    )
+    since: Since = None
+    until: Until = None
     limit: int = Field(5, ge=1, le=20)
 
 

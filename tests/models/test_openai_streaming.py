@@ -9,6 +9,7 @@ import json
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any
 
 import httpx
 import pytest
@@ -28,6 +29,7 @@ from models.messages import (
 )
 from models.openai_backend import OpenAIChatModel
 from models.openai_server import build_openai_app
+from models.openai_wire import chunk
 from models.testing import serve_in_thread
 from tests.models.tools_fixture import TOOLS
 
@@ -174,14 +176,8 @@ def _sse(*payloads: dict[str, object]) -> bytes:
     )
 
 
-def _chunk(delta: dict[str, object], finish: str | None = None) -> dict[str, object]:
-    return {
-        "id": "c",
-        "object": "chat.completion.chunk",
-        "created": 0,
-        "model": "m",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
+def _chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return chunk("c", "m", delta, finish_reason=finish)
 
 
 ANSWER_SSE = _sse(
