@@ -47,12 +47,16 @@ browser:
 data: setup
 	$(PY) -m jobs.seed_demo --if-missing
 
-# Tool selection, grounding and latency of the configured model on an evaluation file;
-# e.g. EVAL_ARGS="--peer --baseline" adds the pydantic-ai peer and Ask CROW with its aids off.
-EVAL_FILE ?= ../shared/evals/queries.jsonl
-EVAL_ARGS ?=
+# Tool selection, answer correctness, grounding, fallbacks and latency on each evaluation file:
+# Ask CROW (hints), Ask CROW with hints off and a pydantic-ai peer, interleaved question by
+# question in one run (~1 h on 2 cores); var/eval/<file>.json. EVAL_FILES="..." picks files,
+# EVAL_ARGS="" evaluates Ask CROW alone. truth_blind.jsonl is the blind set: report it, don't tune on it.
+EVAL_FILES ?= ../shared/evals/queries.jsonl benchmarks/truth_questions.jsonl benchmarks/truth_blind.jsonl
+EVAL_ARGS ?= --peer --baseline
 eval: data
-	$(PY) -m jobs.eval --eval-file $(EVAL_FILE) $(EVAL_ARGS)
+	@for f in $(EVAL_FILES); do \
+	  $(PY) -m jobs.eval --eval-file $$f --out var/eval/$$(basename $$f .jsonl).json $(EVAL_ARGS) || exit 1; \
+	done
 
 # Every benchmark of benchmarks/ (~30 min on 2 cores): var/bench/results.json, REPORT.md and
 # PNG plots; e.g. BENCH_ARGS="--skip peer" or "--quick". Retrieval alone: python -m benchmarks.retrieval_bench

@@ -24,9 +24,10 @@ from crow.agent.context import ToolContext
 from crow.settings import AppSettings
 from jobs.eval import (
     ANSWER_TIMEOUT_S,
+    COLUMNS,
     crow_agent,
     evaluate_question,
-    prepare,
+    prepare_all,
     progress_line,
     summarize,
 )
@@ -42,7 +43,8 @@ async def compare(
     *, embedder: Any, progress: bool = True, eval_file: str | None = None, baseline: bool = False,
     answer_timeout_s: float = ANSWER_TIMEOUT_S,
 ) -> dict[str, Any]:  # fmt: skip
-    env = prepare(settings, org_id, embedder=embedder, answer_timeout_s=answer_timeout_s)
+    envs = prepare_all(settings, questions, org_id, embedder=embedder,
+                       answer_timeout_s=answer_timeout_s)  # fmt: skip
     crow = crow_agent(model, settings)
     agents = (*AGENTS, "baseline") if baseline else AGENTS
     runners = {"askcrow": crow.run}
@@ -65,6 +67,7 @@ async def compare(
             for n, question in enumerate(questions, start=1):
                 for name in agents:
                     answers.clear()
+                    env = envs[question.get("org", org_id)]
                     rows[name].append(await evaluate_question(runners[name], question, env))
                     if name == "peer" and answers:  # none when it ran out of time
                         answer = answers[-1]
@@ -80,15 +83,6 @@ async def compare(
     }  # fmt: skip
 
 
-_COLUMNS = (  # header, summary key, format
-    ("tools", "tool_accuracy", "{:.2f}"),
-    ("grounded", "grounding", "{:.2f}"),
-    ("bad notes", "invalid_footnotes", "{}"),
-    ("p50 s", "latency_p50_s", "{:.1f}"),
-    ("p99 s", "latency_p99_s", "{:.1f}"),
-)
-
-
 def _agents(result: dict[str, Any]) -> list[str]:
     return result.get("agents") or list(AGENTS)
 
@@ -96,7 +90,7 @@ def _agents(result: dict[str, Any]) -> list[str]:
 def _cells(result: dict[str, Any], kind: str) -> list[str]:
     summaries = [result[name]["summary"][kind] for name in _agents(result)]
     cells = [kind, str(summaries[0]["n"])]
-    for _, key, fmt in _COLUMNS:
+    for _, key, fmt in COLUMNS:
         values = ["-" if s[key] is None else fmt.format(s[key]) for s in summaries]
         cells.append(" / ".join(values))
     return [*cells, str(result["peer"]["summary"][kind]["errors"])]
@@ -109,7 +103,7 @@ def _legend(result: dict[str, Any]) -> str:
 
 
 def _header() -> list[str]:
-    return ["kind", "n", *(h for h, _, _ in _COLUMNS), "peer errors"]
+    return ["kind", "n", *(h for h, _, _ in COLUMNS), "peer errors"]
 
 
 def text_table(result: dict[str, Any]) -> str:

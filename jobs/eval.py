@@ -1,14 +1,20 @@
-"""Evaluate the agent on a question file: tool selection, grounding, fallbacks, latency.
+"""Evaluate the agent on a question file: tool selection, answer correctness, grounding,
+fallbacks, latency.
 
     python -m jobs.eval [--eval-file ../shared/evals/queries.jsonl] [--org acme-outdoor]
-                        [--out var/eval/results.json] [--limit N] [--peer]
+                        [--out var/eval/results.json] [--limit N] [--peer [--baseline]]
 
-Each line: {"id", "query", "kind", "expect_tools": [...]}. A question counts as a correct
-tool selection when the set of tools the agent called equals ``expect_tools`` (greetings:
-no tool at all). Grounding: a count question's answer states the summary tool's total, and
-every footnote points to a source a tool returned. The file only measures: nothing here
+Each line: {"id", "query", "kind", "expect_tools": [...]} and optionally "org" (else
+``--org``), "history" (earlier questions of the same chat, asked first; their answers stay
+in the conversation) and "truth" (what a correct answer states, from the org's data:
+jobs/truth.py). Tool selection: the set of tools the agent called equals ``expect_tools``
+(greetings: no tool; a list of lists gives alternatives). Correctness: the answer states the
+truth. Grounding: an answer that should state a count (its expected tools include the
+summary) states a figure the summary tool returns, and
+every footnote points to a source a tool returned. The files only measure: nothing here
 feeds questions or answers back into prompts. ``--peer`` asks a pydantic-ai agent each
-question too, with the same model and tools, and writes both side by side.
+question too, with the same model and tools, interleaved (``--baseline``: and Ask CROW with
+its hints off).
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from crow.search import SearchService
 from crow.services import ThreadProxy
 from crow.settings import AppSettings
 from indexes.store import IndexStore
+from jobs import truth as truths
 from models.chat import ChatModel
 from models.messages import Message
 
@@ -57,21 +64,35 @@ def _numbers(text: str) -> set[int]:
     }
 
 
-def grade(question: dict[str, Any], answer: Any, summary_total: int | None) -> dict[str, Any]:
+def _tool_sets(expect: list[Any]) -> list[list[str]]:
+    """The acceptable sets of tools: one list of names, or a list of alternatives."""
+    if expect and all(isinstance(e, list) for e in expect):
+        return [sorted(set(e)) for e in expect]
+    return [sorted(set(expect))]
+
+
+def grade(
+    question: dict[str, Any], answer: Any, summary_total: int | None,
+    truth_rows: list[list[Any]] | None = None,
+) -> dict[str, Any]:  # fmt: skip
     called = sorted({s["name"] for s in answer.tool_steps})
-    expected = sorted(set(question["expect_tools"]))
+    options = _tool_sets(question["expect_tools"])
+    expected = called if called in options else options[0]
     notes = [line for line in answer.content.splitlines() if re.match(r"^\[\d+\] ", line)]
     returned = {(s.type, s.id) for s in answer.sources}
     grounded = None
-    if question["kind"] == "count":
+    if "get_interaction_summary" in expected:  # the answer states a count
         grounded = summary_total is not None and summary_total in _numbers(answer.content)
     error = getattr(answer, "error", None)  # an agent that failed answered nothing: a miss
     if error is not None and grounded:
         grounded = False
+    correct = None
+    if (truth := question.get("truth")) is not None:
+        correct = error is None and truths.judge(truth, truth_rows, answer)
     return {
         "id": question["id"], "kind": question["kind"], "query": question["query"],
         "expected": expected, "called": called, "tools_ok": called == expected and error is None,
-        "grounded": grounded, "error": error, "footnotes": len(notes),
+        "grounded": grounded, "correct": correct, "error": error, "footnotes": len(notes),
         "invalid_footnotes": len(notes) - len(returned) if len(notes) > len(returned) else 0,
         "fallback": answer.fallback, "latency_s": answer.timings["total_s"],
         "model_s": answer.timings.get("model_s"), "route_s": answer.timings.get("route_s"),
@@ -84,6 +105,10 @@ def _median(values: Any) -> float | None:
     return round(statistics.median(known), 3) if known else None
 
 
+def _share(rows: list[dict[str, Any]], key: str) -> float | None:
+    return round(sum(bool(r[key]) for r in rows) / len(rows), 3) if rows else None
+
+
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     by_kind: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
@@ -92,14 +117,17 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     for kind, items in [*sorted(by_kind.items()), ("all", rows)]:
         latencies = sorted(r["latency_s"] for r in items)
         counted = [r for r in items if r["grounded"] is not None]
+        judged = [r for r in items if r.get("correct") is not None]
         out[kind] = {
             "n": len(items),
             "tool_accuracy": round(sum(r["tools_ok"] for r in items) / len(items), 3),
             "grounding": round(sum(r["grounded"] for r in counted) / len(counted), 3)
             if counted
             else None,
+            "correctness": _share(judged, "correct"),
             "invalid_footnotes": sum(r["invalid_footnotes"] for r in items),
             "fallback_rate": round(sum(r["fallback"] is not None for r in items) / len(items), 3),
+            "composed_rate": round(sum(r["fallback"] == "composed" for r in items) / len(items), 3),
             "errors": sum(r.get("error") is not None for r in items),
             "latency_p50_s": round(statistics.median(latencies), 2),
             "model_p50_s": _median(r.get("model_s") for r in items),
@@ -176,27 +204,49 @@ Answerer = Callable[[list[Message], ToolContext], Awaitable[Any]]
 async def evaluate_question(
     answerer: Answerer, question: dict[str, Any], env: EvalEnv
 ) -> dict[str, Any]:
-    """Ask one question the way the app does, time the answer and grade it."""
+    """Ask one question the way the app does (after its history, if any), time the answer
+    and grade it."""
+    messages = [Message.system(system_prompt(env.org_name))]
+    for earlier in question.get("history", []):  # the chat so far, answered by this agent
+        messages.append(Message.user(earlier))
+        messages.append(Message.assistant((await _ask(answerer, messages, env)).content))
+    messages.append(Message.user(question["query"]))
     ctx = env.context()
-    messages = [
-        Message.system(system_prompt(env.org_name)),
-        Message.user(question["query"]),
-    ]
     started = time.perf_counter()
-    try:
-        async with asyncio.timeout(env.answer_timeout_s):
-            answer = await answerer(messages, ctx)
-    except TimeoutError:  # what a user would get: nothing (a miss, whatever it had called)
-        answer = Unanswered(error=f"no answer within {env.answer_timeout_s:g}s")
+    answer = await _ask(answerer, messages, env, ctx)
     answer.timings["total_s"] = round(time.perf_counter() - started, 3)
     summary = env.analytics.interaction_summary(env.org_id)
-    row = grade(question, answer, summary["total"])
+    rows = None
+    if (truth := question.get("truth")) is not None:
+        rows = truths.expected(truth, env.analytics.lake, env.org_id)
+    row = grade(question, answer, summary["total"], rows)
     if row["grounded"] is False and row["error"] is None:
         # a channel's count is grounded too, and so is what the summary tool returned for the
         # filters the agent gave it ("last month", one channel)
         figures = set(summary["by_channel"].values()) | await _summary_figures(answer, ctx)
         row["grounded"] = bool(_numbers(answer.content) & figures)
     return row
+
+
+async def _ask(
+    answerer: Answerer, messages: list[Message], env: EvalEnv, ctx: ToolContext | None = None
+) -> Any:
+    """The agent's answer, or what a user would get after the time limit: nothing."""
+    try:
+        async with asyncio.timeout(env.answer_timeout_s):
+            return await answerer(list(messages), ctx or env.context())
+    except TimeoutError:  # a miss, whatever it had called
+        return Unanswered(error=f"no answer within {env.answer_timeout_s:g}s")
+
+
+def prepare_all(
+    settings: AppSettings, questions: list[dict[str, Any]], default_org: str, *, embedder: Any,
+    answer_timeout_s: float = ANSWER_TIMEOUT_S,
+) -> dict[str, EvalEnv]:  # fmt: skip
+    """An environment for every organization the questions ask about."""
+    orgs = dict.fromkeys(q.get("org", default_org) for q in questions)
+    return {org: prepare(settings, org, embedder=embedder, answer_timeout_s=answer_timeout_s)
+            for org in orgs}  # fmt: skip
 
 
 async def _summary_figures(answer: Any, ctx: ToolContext) -> set[int]:
@@ -215,6 +265,7 @@ async def _summary_figures(answer: Any, ctx: ToolContext) -> set[int]:
 
 def progress_line(n: int, total: int, row: dict[str, Any], label: str = "") -> str:
     mark = "ok " if row["tools_ok"] else "MISS"
+    mark += {True: " right", False: " WRONG", None: ""}[row.get("correct")]
     error = f" !! {row['error'][:80]}" if row.get("error") else ""
     return (f"[{n}/{total}] {label}{mark} {row['kind']:<8} {row['latency_s']:6.1f}s "
             f"{row['query'][:50]!r} -> {row['called']}{error}")  # fmt: skip
@@ -224,11 +275,13 @@ async def evaluate(
     model: ChatModel, questions: list[dict[str, Any]], settings: AppSettings, org_id: str,
     *, embedder: Any, progress: bool = True, answer_timeout_s: float = ANSWER_TIMEOUT_S,
 ) -> dict[str, Any]:  # fmt: skip
-    env = prepare(settings, org_id, embedder=embedder, answer_timeout_s=answer_timeout_s)
+    envs = prepare_all(settings, questions, org_id, embedder=embedder,
+                       answer_timeout_s=answer_timeout_s)  # fmt: skip
     agent = crow_agent(model, settings)
     rows = []
     with tqdm(total=len(questions), desc="eval", unit="question", disable=not progress) as bar:
         for n, question in enumerate(questions, start=1):
+            env = envs[question.get("org", org_id)]
             rows.append(await evaluate_question(agent.run, question, env))
             if progress:
                 bar.write(progress_line(n, len(questions), rows[-1]))
@@ -245,15 +298,25 @@ def real_models(settings: AppSettings) -> tuple[ChatModel, Any]:
     return make_chat_model(settings.llm, settings), embedder
 
 
+COLUMNS = (  # header, summary key, format: the report's columns, one agent or several
+    ("tools", "tool_accuracy", "{:.2f}"),
+    ("correct", "correctness", "{:.2f}"),
+    ("grounded", "grounding", "{:.2f}"),
+    ("bad notes", "invalid_footnotes", "{}"),
+    ("composed", "composed_rate", "{:.2f}"),
+    ("p50 s", "latency_p50_s", "{:.1f}"),
+    ("p99 s", "latency_p99_s", "{:.1f}"),
+)
+
+
 def summary_table(summary: dict[str, Any]) -> str:
-    lines = [
-        f"{'kind':<10}{'n':>4}{'tools':>8}{'grounded':>10}{'fallback':>10}{'p50 s':>8}{'p99 s':>8}"
-    ]
+    rows = [["kind", "n", *(h for h, _, _ in COLUMNS)]]
     for kind, s in summary.items():
-        grounded = "-" if s["grounding"] is None else f"{s['grounding']:.2f}"
-        lines.append(f"{kind:<10}{s['n']:>4}{s['tool_accuracy']:>8.2f}{grounded:>10}{s['fallback_rate']:>10.2f}"
-                     f"{s['latency_p50_s']:>8.1f}{s['latency_p99_s']:>8.1f}")  # fmt: skip
-    return "\n".join(lines)
+        rows.append([kind, str(s["n"]),
+                     *("-" if s[key] is None else fmt.format(s[key]) for _, key, fmt in COLUMNS)])  # fmt: skip
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in
+                               enumerate(zip(r, widths, strict=True))) for r in rows)  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:
