@@ -1,5 +1,5 @@
 """The intent router: its cue words, its accuracy with the real MiniLM on the regression
-set, and how the agent loop follows it ("force"), hints with it ("advisory") or ignores it."""
+set, and the guidance the loop gives with it (hints the model reads) or without it."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from crow.agent.guidance import EXAMPLES
 from crow.agent.intent import IntentRouter, Route, refine, split_clauses
 from crow.agent.loop import Agent, AgentConfig
 from crow.services import ThreadProxy
@@ -82,7 +83,7 @@ class FixedRouter(IntentRouter):
 
 def agent_with(model, route) -> Agent:
     agent = Agent(model, AgentConfig(hints=True))
-    agent.router = FixedRouter(route)
+    agent.guidance.router = FixedRouter(route)
     return agent
 
 
@@ -114,3 +115,14 @@ def test_the_hint_is_only_read_and_the_model_still_chooses(demo):
     assert first.params.tool_choice == "auto" and len(first.tools) == 5
     assert first.messages[-1].role == "system" and "search_products" in first.messages[-1].content
     assert [s["name"] for s in answer.tool_steps] == ["search_interactions"]
+
+
+@pytest.mark.parametrize("hints", [True, False])
+def test_examples_join_the_system_prompt_only_with_hints(demo, hints):
+    """One system prompt either way (a prompt cache keeps covering it); hints off: as sent."""
+    model = ScriptedChatModel([AssistantTurn(text="Hello!")])
+    agent = agent_with(model, Route(("chat",), 0.9)) if hints else Agent(model)
+    run(agent, ctx_for(demo), "hi")
+    messages = model.calls[0].messages
+    assert messages[0].role == "system" and (EXAMPLES in messages[0].content) is hints
+    assert [m.role for m in messages].count("system") == (2 if hints else 1)

@@ -5,8 +5,8 @@ and either calls tools (run in parallel, results appended) or answers in text. A
 ``max_iterations`` steps; past that, or when a step fails, one plain call without tools
 answers from what was gathered. No tool runs that the model did not ask for.
 
-Small models get help they read, never decisions made for them (``hints``): a one-line
-routing hint from the intent router, advisory only.
+Small models get help they read, never decisions made for them (``hints``,
+crow.agent.guidance): worked examples in the system prompt and a one-line routing hint.
 
 An answer is checked (a count the summary tool did not return, a name no tool returned,
 tool data instead of prose): a failed check sends the model one short correction and it
@@ -27,15 +27,13 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from typing import TYPE_CHECKING, Any
-
-import numpy as np
 
 from crow.agent.checks import answer_problem, correction
 from crow.agent.compose import ECHO_STOPS, compose
 from crow.agent.context import ToolContext
-from crow.agent.intent import IntentRouter
+from crow.agent.guidance import Guidance, question_of
+from crow.agent.runner import fresh_calls, run_tool
 from crow.agent.sources import Source, select_sources, with_footnotes
 from crow.agent.tools import TOOLS, Tool
 from models.chat import ChatModel
@@ -57,7 +55,7 @@ class AgentConfig:
     model_timeout_s: float = 90.0
     max_tokens: int = 512
     hints: bool = False
-    """Guidance for small models: a routing hint the model reads (never a decision)."""
+    """Guidance for small models: examples and a routing hint the model reads, no decisions."""
 
     @classmethod
     def from_settings(cls, s: AppSettings) -> AgentConfig:
@@ -90,7 +88,7 @@ class _Run:
     calls: int = 0  # model calls made
     model_s: float = 0.0
     tools_s: float = 0.0
-    route_s: float = 0.0
+    route_s: float = 0.0  # the guidance's routing hint
 
 
 class Agent:
@@ -100,7 +98,7 @@ class Agent:
         self.config = config or AgentConfig()
         self.tools = {t.name: t for t in tools}
         self.specs = [t.spec for t in tools]
-        self.router = IntentRouter()
+        self.guidance = Guidance(self.config.tool_timeout_s) if self.config.hints else None
 
     async def run(self, messages: list[Message], ctx: ToolContext) -> AgentAnswer:
         answer = None
@@ -130,8 +128,9 @@ class Agent:
     async def _answer(self, messages: list[Message], ctx: ToolContext, emit: Emit) -> None:
         started = time.perf_counter()
         run = _Run(list(messages), emit)
-        if self.config.hints and (hint := await self._hint(run, ctx)):
-            run.messages.append(Message.system(hint))
+        if self.guidance is not None:
+            run.messages = await self.guidance.apply(run.messages, ctx)
+            run.route_s = time.perf_counter() - started
         text, fallback = None, None
         try:
             text, fallback = await self._loop(run, ctx)
@@ -166,7 +165,7 @@ class Agent:
                 run.messages.append(turn.to_message())
                 run.messages.append(Message.user(retry_message(turn.invalid_tool_calls, self.specs)))  # fmt: skip
                 continue
-            fresh = _fresh_calls(turn.tool_calls, run.seen)
+            fresh = fresh_calls(turn.tool_calls, run.seen)
             if turn.tool_calls and not fresh:
                 return None, "repeated_call"
             if not fresh:
@@ -180,7 +179,7 @@ class Agent:
 
     async def _checked(self, run: _Run, text: str, fallback: str | None) -> tuple[str, str | None]:
         """One correction round for an answer that fails a check, then the composed answer."""
-        question = _question(run.messages)
+        question = question_of(run.messages)
         problem = answer_problem(text, run.outputs, question)
         if problem is None or not run.outputs:
             return text, fallback
@@ -192,25 +191,6 @@ class Agent:
                 return text, fallback
             log.info("corrected answer failed too (%s): %.200r", problem, text)
         return compose(run.outputs), "composed"
-
-    async def _hint(self, run: _Run, ctx: ToolContext) -> str | None:
-        """The intent router's reading of the question as a line the model reads, or None."""
-        question = _question(run.messages)
-        if not question.strip():
-            return None
-        started = time.perf_counter()
-        try:
-            async with asyncio.timeout(self.config.tool_timeout_s):
-                route = await self.router.route(question, partial(_embed, ctx))
-        except Exception as exc:  # a hint only helps; the model chooses without it
-            log.warning("intent router failed (%s); no hint", exc)
-            return None
-        finally:
-            run.route_s += time.perf_counter() - started
-        if route.abstained:
-            return None
-        tools = ", ".join(route.tools) or "no tool (answer directly)"
-        return f"Routing hint (may be wrong; follow the question): likely tools: {tools}."
 
     async def _step(self, run: _Run, *, tools: bool) -> AssistantTurn:
         """One streamed model call; its text goes to the client as it is written."""
@@ -242,7 +222,8 @@ class Agent:
 
     async def _run_tools(self, calls: Sequence[ToolCall], run: _Run, ctx: ToolContext) -> list[dict[str, Any]]:  # fmt: skip
         started = time.perf_counter()
-        results = await asyncio.gather(*(self._run_tool(call, ctx) for call in calls))
+        timeout_s = self.config.tool_timeout_s
+        results = await asyncio.gather(*(run_tool(self.tools.get(c.name), c, ctx, timeout_s) for c in calls))  # fmt: skip
         run.tools_s += time.perf_counter() - started
         for call, (step, content, sources) in zip(calls, results, strict=True):
             run.messages.append(Message.tool(content, tool_call_id=call.id, name=call.name))
@@ -250,48 +231,3 @@ class Agent:
             run.returned.extend(sources)
             run.steps.append(step)
         return [step for step, _, _ in results]
-
-    async def _run_tool(self, call: ToolCall, ctx: ToolContext) -> tuple[dict[str, Any], str, list[Source]]:  # fmt: skip
-        tool = self.tools.get(call.name)
-        started = time.perf_counter()
-        sources: list[Source] = []
-        try:
-            if tool is None:
-                raise LookupError(f"there is no tool named {call.name!r}")
-            async with asyncio.timeout(self.config.tool_timeout_s):
-                output = await tool.invoke(call.arguments, ctx)
-            content, sources, error = output.for_model(), output.sources, None
-        except TimeoutError:
-            error = f"the tool took longer than {self.config.tool_timeout_s:g}s"
-        except Exception as exc:  # a failing tool is reported to the model, never fatal
-            error = f"{type(exc).__name__}: {exc}"[:300]
-        if error is not None:
-            content = json.dumps({"error": f"{call.name} failed: {error}"})
-        step = {"id": call.id, "name": call.name, "arguments": call.arguments, "ok": error is None,
-                "error": error, "results": len(sources),
-                "ms": round((time.perf_counter() - started) * 1000, 1)}  # fmt: skip
-        return step, content, sources
-
-
-def _fresh_calls(calls: Sequence[ToolCall], seen: set[str]) -> list[ToolCall]:
-    """The calls not run before in this answer (small models repeat themselves)."""
-    fresh = []
-    for call in calls:
-        key = json.dumps([call.name, call.arguments], sort_keys=True, default=str)
-        if key not in seen:
-            seen.add(key)
-            fresh.append(call)
-    return fresh
-
-
-async def _embed(ctx: ToolContext, texts: list[str]) -> np.ndarray:
-    """The router's texts: questions through the request's cache (a search of the question
-    reuses the vector), the router's examples in one batch."""
-    if len(texts) > 4:
-        return await ctx.embedder.embed(texts)
-    return np.stack(await asyncio.gather(*(ctx.embed(t) for t in texts)))
-
-
-def _question(messages: Sequence[Message]) -> str:
-    """The user's latest message."""
-    return next((m.content for m in reversed(messages) if m.role == "user"), "")

@@ -1,0 +1,82 @@
+"""Help a small model reads (``agent.guidance: hints``); it never decides anything for it.
+
+Two aids: worked examples of questions and the tool calls that answer them, appended to the
+system prompt (fixed text, so a prompt cache keeps covering it), and a one-line routing hint
+from the intent router (crow.agent.intent) after the question. The model still chooses
+every call and may ignore both. The examples are written for this module; none comes from an
+evaluation file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from functools import partial
+
+import numpy as np
+
+from crow.agent.context import ToolContext
+from crow.agent.intent import IntentRouter
+from models.messages import Message
+
+log = logging.getLogger(__name__)
+
+EXAMPLES = """\
+Examples of questions and the tool calls that answer them (arguments only when the question \
+names them):
+- "how many visits did the site get?" -> get_interaction_summary {"channel": "web"}
+- "total interactions from Instagram and TikTok last week" -> get_interaction_summary \
+{"channel": "social", "since": "last week"}
+- "which channel has the most traffic?" -> get_interaction_summary {}
+- "our best-selling backpacks" -> search_products {"query": "backpacks", "sort": "popularity"}
+- "what do people post about our boots?" -> search_interactions {"query": "boots", \
+"channel": "social"}
+- "any unusual spikes lately?" -> search_patterns {"query": "unusual spikes", "type": "anomaly"}
+- "what's the warranty on bikes?" -> search_org_context {"query": "bike warranty"}
+- "good morning!" -> no tool; greet back briefly.
+When a tool result answers the question, answer it: the figure or names it asks for, first, \
+in a sentence."""
+
+
+def question_of(messages: Sequence[Message]) -> str:
+    """The user's latest message."""
+    return next((m.content for m in reversed(messages) if m.role == "user"), "")
+
+
+class Guidance:
+    def __init__(self, timeout_s: float) -> None:
+        self.router = IntentRouter()
+        self.timeout_s = timeout_s
+
+    async def apply(self, messages: list[Message], ctx: ToolContext) -> list[Message]:
+        """The conversation with the examples in its system prompt and the hint after it."""
+        out = list(messages)
+        if out and out[0].role == "system":
+            out[0] = out[0].model_copy(update={"content": f"{out[0].content}\n{EXAMPLES}"})
+        if hint := await self.hint(question_of(out), ctx):
+            out.append(Message.system(hint))
+        return out
+
+    async def hint(self, question: str, ctx: ToolContext) -> str | None:
+        """The intent router's reading of the question as a line the model reads, or None."""
+        if not question.strip():
+            return None
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                route = await self.router.route(question, partial(_embed, ctx))
+        except Exception as exc:  # a hint only helps; the model chooses without it
+            log.warning("intent router failed (%s); no hint", exc)
+            return None
+        if route.abstained:
+            return None
+        tools = ", ".join(route.tools) or "no tool (answer directly)"
+        return f"Routing hint (may be wrong; follow the question): likely tools: {tools}."
+
+
+async def _embed(ctx: ToolContext, texts: list[str]) -> np.ndarray:
+    """The router's texts: questions through the request's cache (a search of the question
+    reuses the vector), the router's examples in one batch."""
+    if len(texts) > 4:
+        return await ctx.embedder.embed(texts)
+    return np.stack(await asyncio.gather(*(ctx.embed(t) for t in texts)))

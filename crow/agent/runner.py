@@ -1,0 +1,51 @@
+"""Tool calls run for the agent: each once per answer, bounded in time, failures reported to
+the model."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from crow.agent.context import ToolContext
+from crow.agent.sources import Source
+from crow.agent.tools import Tool
+from models.messages import ToolCall
+
+
+async def run_tool(
+    tool: Tool | None, call: ToolCall, ctx: ToolContext, timeout_s: float
+) -> tuple[dict[str, Any], str, list[Source]]:
+    """(the step as recorded, the result the model reads, the sources it returned). A
+    failing, slow or unknown tool becomes an error result: never fatal to the answer."""
+    started = time.perf_counter()
+    sources: list[Source] = []
+    try:
+        if tool is None:
+            raise LookupError(f"there is no tool named {call.name!r}")
+        async with asyncio.timeout(timeout_s):
+            output = await tool.invoke(call.arguments, ctx)
+        content, sources, error = output.for_model(), output.sources, None
+    except TimeoutError:
+        error = f"the tool took longer than {timeout_s:g}s"
+    except Exception as exc:  # a failing tool is reported to the model
+        error = f"{type(exc).__name__}: {exc}"[:300]
+    if error is not None:
+        content = json.dumps({"error": f"{call.name} failed: {error}"})
+    step = {"id": call.id, "name": call.name, "arguments": call.arguments, "ok": error is None,
+            "error": error, "results": len(sources),
+            "ms": round((time.perf_counter() - started) * 1000, 1)}  # fmt: skip
+    return step, content, sources
+
+
+def fresh_calls(calls: Sequence[ToolCall], seen: set[str]) -> list[ToolCall]:
+    """The calls not run before in this answer (small models repeat themselves)."""
+    fresh = []
+    for call in calls:
+        key = json.dumps([call.name, call.arguments], sort_keys=True, default=str)
+        if key not in seen:
+            seen.add(key)
+            fresh.append(call)
+    return fresh
