@@ -97,6 +97,8 @@ def grade(
         "fallback": answer.fallback, "latency_s": answer.timings["total_s"],
         "model_s": answer.timings.get("model_s"), "route_s": answer.timings.get("route_s"),
         "answer": answer.content[:500],
+        "steps": [{k: s.get(k) for k in ("name", "arguments", "results", "error")}
+                  for s in answer.tool_steps],
     }  # fmt: skip
 
 

@@ -422,3 +422,27 @@ def test_top_products_of_a_topic_rank_that_topics_products(demo):
     counts = [p["interactions"] for p in output.content["products"]]
     assert counts == sorted(counts, reverse=True)
     assert all("tent" in (p["title"] + p["category"]).lower() for p in output.content["products"])
+
+
+def test_a_channel_filter_counts_only_that_channel_and_all_means_none(demo):
+    """No zero counts for the channels filtered out (a small model read them as "web is the
+    busiest"); 'all' is a value a small model can write instead of inventing a channel."""
+    from crow.agent.tools import TOOLS_BY_NAME
+
+    summary = TOOLS_BY_NAME["get_interaction_summary"]
+    web = asyncio.run(summary.invoke({"channel": "web"}, ctx_for(demo))).content
+    every = asyncio.run(summary.invoke({"channel": "all", "since": "all time"}, ctx_for(demo)))
+    assert web["by_channel"] == {"web": web["total_interactions"]}
+    assert set(every.content["by_channel"]) == {"web", "cctv", "social"}
+    assert every.content["total_interactions"] == sum(every.content["by_channel"].values()) > web["total_interactions"]  # fmt: skip
+
+
+def test_an_empty_result_under_filters_says_what_to_try(demo):
+    from crow.agent.tools import TOOLS_BY_NAME
+
+    args = {"query": "jackets", "since": "2020-01-01", "until": "2020-01-02"}
+    empty = asyncio.run(TOOLS_BY_NAME["search_interactions"].invoke(args, ctx_for(demo)))
+    assert empty.content["interactions"] == [] and "without them" in empty.content["note"]
+    assert "since='2020-01-01'" in empty.content["note"]
+    found = asyncio.run(TOOLS_BY_NAME["search_interactions"].invoke({"query": "jackets"}, ctx_for(demo)))  # fmt: skip
+    assert found.content["interactions"] and "note" not in found.content

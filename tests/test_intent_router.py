@@ -92,7 +92,7 @@ def test_a_routed_small_talk_hint_leaves_the_tools_offered(demo):
     answer = run(agent_with(model, Route(("chat",), 0.9)), ctx_for(demo), "Hey, good to see you")
     first = model.calls[0]
     assert first.params.tool_choice == "auto" and len(first.tools) == 5
-    assert "no tool (answer directly)" in first.messages[-1].content
+    assert "without calling a tool" in first.messages[-1].content
     assert answer.tool_steps == [] and answer.sources == [] and "[1]" not in answer.content
 
 

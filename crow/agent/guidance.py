@@ -25,10 +25,10 @@ log = logging.getLogger(__name__)
 EXAMPLES = """\
 Examples of questions and the tool calls that answer them (arguments only when the question \
 names them):
+- "which channel has the most traffic?" -> get_interaction_summary {"channel": "all"}
 - "how many visits did the site get?" -> get_interaction_summary {"channel": "web"}
 - "total interactions from Instagram and TikTok last week" -> get_interaction_summary \
 {"channel": "social", "since": "last week"}
-- "which channel has the most traffic?" -> get_interaction_summary {}
 - "our best-selling backpacks" -> search_products {"query": "backpacks", "sort": "popularity"}
 - "what do people post about our boots?" -> search_interactions {"query": "boots", \
 "channel": "social"}
@@ -70,8 +70,9 @@ class Guidance:
             return None
         if route.abstained:
             return None
-        tools = ", ".join(route.tools) or "no tool (answer directly)"
-        return f"Routing hint (may be wrong; follow the question): likely tools: {tools}."
+        if route.small_talk:
+            return "Routing hint: this reads as small talk; reply briefly without calling a tool."
+        return f"Routing hint (may be wrong; follow the question): likely tools: {', '.join(route.tools)}."
 
 
 async def _embed(ctx: ToolContext, texts: list[str]) -> np.ndarray:

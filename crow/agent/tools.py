@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from crow.agent.context import ToolContext
 from crow.agent.router import names_no_topic
@@ -21,7 +21,11 @@ from crow.timewords import resolve_range
 from indexes.filters import SearchFilter
 from models.messages import ToolSpec
 
-Channel = Literal["web", "cctv", "social"]
+# "all" is a value a small model can write where it would otherwise invent a channel.
+Channel = Annotated[
+    Literal["all", "web", "cctv", "social"] | None,
+    AfterValidator(lambda v: None if v == "all" else v),
+]
 _SNIPPET = 400
 MAX_ROWS = 10  # rows a tool hands the model: more only slows a small model down
 
@@ -41,16 +45,21 @@ class _Args(BaseModel):
 
 _ONLY_IF = " Leave it out unless the question names one."
 Since = Annotated[
-    str | None, Field(description="Start: ISO date or words like 'last week'." + _ONLY_IF)
-]
+    str | None,
+    Field(description="Start: 'all time', or an ISO date or words like 'last week' if the "
+                      "question names a time."),
+]  # fmt: skip
 Until = Annotated[
-    str | None, Field(description="End: ISO date or words like 'yesterday'." + _ONLY_IF)
-]
+    str | None,
+    Field(description="End: 'all time', or an ISO date or words like 'yesterday' if the "
+                      "question names a time."),
+]  # fmt: skip
 
 
 class SummaryArgs(_Args):
-    channel: Channel | None = Field(
-        None, description="Only this channel: web, cctv or social." + _ONLY_IF
+    channel: Channel = Field(
+        None,
+        description="'all' (every channel), or only web, cctv or social if the question names one.",
     )
     since: Since = None
     until: Until = None
@@ -66,8 +75,9 @@ class ProductArgs(_Args):
 
 class InteractionArgs(_Args):
     query: str = Field(description="What the interactions are about.")
-    channel: Channel | None = Field(
-        None, description="web, cctv (store cameras) or social." + _ONLY_IF
+    channel: Channel = Field(
+        None,
+        description="'all', or web, cctv (store cameras) or social if the question names one.",
     )
     since: Since = None
     until: Until = None
@@ -78,8 +88,9 @@ class PatternArgs(_Args):
     query: str = Field(description="What the patterns are about.")
     type: PatternType | None = Field(None, description="Only this pattern type." + _ONLY_IF)
     since: str | None = Field(
-        None, description="Detected since: ISO date or 'last week'." + _ONLY_IF
-    )
+        None, description="Detected since: 'all time', or an ISO date or 'last week' if the "
+                          "question names a time."
+    )  # fmt: skip
     limit: int = Field(5, ge=1, le=20)
 
 
@@ -109,7 +120,8 @@ async def get_interaction_summary(args: SummaryArgs, ctx: ToolContext) -> ToolOu
     s = await ctx.analytics.interaction_summary(
         ctx.org_id, channel=args.channel, since=since, until=until
     )
-    content = {"total_interactions": s["total"], "by_channel": s["by_channel"],
+    by_channel = {args.channel: s["by_channel"][args.channel]} if args.channel else s["by_channel"]
+    content = {"total_interactions": s["total"], "by_channel": by_channel,
                "from": _day(s["first_at"]), "to": _day(s["last_at"])}  # fmt: skip
     if args.channel:
         content["channel"] = args.channel
@@ -130,6 +142,16 @@ def _summary_in_words(c: dict[str, Any]) -> str:
 async def _search(ctx: ToolContext, collection: str, query: str, k: int, **kw: Any) -> list[dict]:
     vector = await ctx.embed(query) if query.strip() else None
     return await ctx.retriever.search(ctx.org_id, collection, vector, k=k, **kw)
+
+
+def _noted(content: dict[str, Any], **filters: Any) -> dict[str, Any]:
+    """An empty result under filters says so, and what to try (a small model otherwise
+    reports "none found" for filters it added on its own)."""
+    used = {k: v for k, v in filters.items() if v}
+    if used and not any(content.values()):
+        named = ", ".join(f"{k}={v!r}" for k, v in used.items())
+        content["note"] = f"Nothing matched {named}. Call again without them to search everything."
+    return content
 
 
 async def search_products(args: ProductArgs, ctx: ToolContext) -> ToolOutput:
@@ -153,7 +175,7 @@ async def search_interactions(args: InteractionArgs, ctx: ToolContext) -> ToolOu
     rows = [{"id": h["id"], "channel": h["channel"], "date": _day(h["occurred_at"]),
              "text": h["text"][:_SNIPPET]} for h in hits]  # fmt: skip
     return ToolOutput(
-        {"interactions": rows},
+        _noted({"interactions": rows}, channel=args.channel, since=args.since, until=args.until),
         [
             Source(type="interaction", id=h["id"], title=h["text"][:80], detail=h["channel"])
             for h in hits
@@ -168,7 +190,7 @@ async def search_patterns(args: PatternArgs, ctx: ToolContext) -> ToolOutput:
     rows = [{"id": h["id"], "type": h["type"], "title": h["title"], "description": h["description"][:_SNIPPET],
              "detected": _day(h["detected_at"]), "confidence": h["confidence"]} for h in hits]  # fmt: skip
     return ToolOutput(
-        {"patterns": rows},
+        _noted({"patterns": rows}, type=args.type, since=args.since),
         [Source(type="pattern", id=h["id"], title=h["title"], detail=h["type"]) for h in hits],
     )
 
