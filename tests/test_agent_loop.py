@@ -426,14 +426,20 @@ def test_top_products_of_a_topic_rank_that_topics_products(demo):
 
 def test_a_channel_filter_counts_only_that_channel_and_all_means_none(demo):
     """No zero counts for the channels filtered out (a small model read them as "web is the
-    busiest"); 'all' is a value a small model can write instead of inventing a channel."""
+    busiest"), the busiest and quietest channel named (it does not compare figures reliably);
+    'all' is a value a small model can write instead of inventing a channel."""
     from crow.agent.tools import TOOLS_BY_NAME
 
     summary = TOOLS_BY_NAME["get_interaction_summary"]
     web = asyncio.run(summary.invoke({"channel": "web"}, ctx_for(demo))).content
     every = asyncio.run(summary.invoke({"channel": "all", "since": "all time"}, ctx_for(demo)))
     assert web["by_channel"] == {"web": web["total_interactions"]}
-    assert set(every.content["by_channel"]) == {"web", "cctv", "social"}
+    counts = every.content["by_channel"]
+    assert set(counts) == {"web", "cctv", "social"} and list(counts.values()) == sorted(counts.values(), reverse=True)  # fmt: skip
+    assert every.content["busiest_channel"] == max(counts, key=counts.get)
+    assert every.content["quietest_channel"] == min(counts, key=counts.get)
+    assert f"busiest {every.content['busiest_channel']}" in every.content["in_words"]
+    assert "busiest_channel" not in web
     assert every.content["total_interactions"] == sum(every.content["by_channel"].values()) > web["total_interactions"]  # fmt: skip
 
 

@@ -25,7 +25,7 @@ def _one(name: str, c: dict[str, Any]) -> str:
     if name == "get_interaction_summary":
         by = c.get("by_channel", {})
         scope = f" on the {c['channel']} channel" if c.get("channel") else ""
-        span = f" between {c['from']} and {c['to']}" if c.get("from") else ""
+        span = f" from {c['period']}" if c.get("period") else ""
         breakdown = ", ".join(f"{n:,} {ch}" for ch, n in by.items() if n)
         return f"You have **{c['total_interactions']:,}** interactions{scope}{span}" + (
             f" ({breakdown})." if breakdown and not c.get("channel") else "."

@@ -120,23 +120,30 @@ async def get_interaction_summary(args: SummaryArgs, ctx: ToolContext) -> ToolOu
     s = await ctx.analytics.interaction_summary(
         ctx.org_id, channel=args.channel, since=since, until=until
     )
-    by_channel = {args.channel: s["by_channel"][args.channel]} if args.channel else s["by_channel"]
-    content = {"total_interactions": s["total"], "by_channel": by_channel,
-               "from": _day(s["first_at"]), "to": _day(s["last_at"])}  # fmt: skip
+    content: dict[str, Any] = {"total_interactions": s["total"]}
     if args.channel:
-        content["channel"] = args.channel
+        content |= {"channel": args.channel, "by_channel": {args.channel: s["total"]}}
+    else:  # busiest first, and named: a small model does not compare figures reliably
+        ranked = sorted(s["by_channel"].items(), key=lambda kv: -kv[1])
+        content["by_channel"] = dict(ranked)
+        if ranked[0][1]:
+            content |= {"busiest_channel": ranked[0][0], "quietest_channel": ranked[-1][0]}
+    if s["first_at"]:
+        content["period"] = f"{_day(s['first_at'])} to {_day(s['last_at'])}"
     content["in_words"] = _summary_in_words(content)
     return ToolOutput(content)
 
 
 def _summary_in_words(c: dict[str, Any]) -> str:
     """The counts as a sentence with the figures as an answer writes them (a small model
-    copies "20,000" correctly where it miswrites 20000), and the span they cover."""
+    copies "20,000" correctly where it miswrites 20000), and the period they cover."""
     scope = f" on the {c['channel']} channel" if c.get("channel") else ""
-    parts = ", ".join(f"{n:,} {ch}" for ch, n in c["by_channel"].items() if n)
-    breakdown = f" ({parts})" if parts and not c.get("channel") else ""
-    span = f" from {c['from']} to {c['to']}" if c.get("from") else ""
-    return f"{c['total_interactions']:,} interactions{scope}{breakdown}{span}."
+    period = f" from {c['period']}" if c.get("period") else ""
+    text = f"{c['total_interactions']:,} interactions{scope}{period}"
+    if not c.get("channel") and c.get("busiest_channel"):
+        parts = ", ".join(f"{n:,} {ch}" for ch, n in c["by_channel"].items())
+        text += f": {parts}; busiest {c['busiest_channel']}, quietest {c['quietest_channel']}"
+    return text + "."
 
 
 async def _search(ctx: ToolContext, collection: str, query: str, k: int, **kw: Any) -> list[dict]:
