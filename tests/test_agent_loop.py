@@ -253,6 +253,9 @@ def test_no_tool_runs_that_the_model_did_not_call(demo):
         "**Key Takeaway**: roughly 3k interactions, 45.5% of them on the web.",
         "You had 3,000 interactions in 2026; that is up 12% on last year.",
         "| Channel | Share |\n|---|---|\n| Web | 45% |\n| CCTV | 30% |",
+        "From September 1 to November 29, 2026 you had **3,000** interactions.",
+        "Your interactions run from September 1 to November 29, 2026.",
+        "Between 2026-09-01 and 2026-11-29 (the 29th of Nov), 3,000 interactions; the last at 22:58.",
     ],
 )
 def test_a_strong_model_style_answer_passes_every_check_unchanged(demo, text):

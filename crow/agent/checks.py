@@ -20,6 +20,13 @@ Outputs = list[tuple[str, dict[str, Any]]]
 # percentages, decimals, times and figures under 10 are not counts.
 _FIGURE = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\s*(%|k\b|thousand\b)?", re.I)
 _YEAR = re.compile(r"^(19|20)\d\d$")
+_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
+# Dates and times are not counts: 2026-11-29, November 29, 29th of Nov, 10:30.
+_DATE = re.compile(
+    rf"\b\d{{4}}-\d{{1,2}}-\d{{1,2}}\b|\b{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?\b"
+    rf"|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}|\b\d{{1,2}}:\d\d\b",
+    re.I,
+)
 _BOLD = re.compile(r"\*\*([^*\n]{3,80})\*\*(\s*:)?")
 _WORD = re.compile(r"[a-z][a-z0-9]{2,}")
 _TITLE_WORD = re.compile(r"[A-Z0-9][\w'-]*")
@@ -72,7 +79,7 @@ def wrong_counts(text: str, summaries: list[dict[str, Any]]) -> list[int]:
     rounded figure within 2% of one, like "about 12,300" or "12.3k", counts as stated)."""
     allowed = _allowed(summaries)
     stated = []
-    for whole, decimals, unit in _FIGURE.findall(text):
+    for whole, decimals, unit in _FIGURE.findall(_DATE.sub(" ", text)):
         unit = unit.lower()
         if unit == "%" or (decimals and not unit) or _YEAR.match(whole):
             continue
