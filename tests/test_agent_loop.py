@@ -341,7 +341,7 @@ def test_a_repeated_call_ends_the_loop_with_one_plain_answer(demo):
      ("What is our return policy?", False), ("ok", True)],
 )  # fmt: skip
 def test_small_talk_cues(message, small_talk):
-    from crow.agent.router import is_small_talk
+    from crow.agent.cues import is_small_talk
 
     assert is_small_talk(message) is small_talk
 
@@ -365,7 +365,7 @@ def test_after_tools_ran_the_model_stops_at_a_copy_of_the_results(demo):
      ("Show me recent complaints", False), ("How many interactions mention jackets?", True)],
 )  # fmt: skip
 def test_count_cues(message, count):
-    from crow.agent.router import is_count_question
+    from crow.agent.cues import is_count_question
 
     assert is_count_question(message) is count
 

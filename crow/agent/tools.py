@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from crow.agent.context import ToolContext
-from crow.agent.router import names_no_topic
+from crow.agent.cues import names_no_topic
 from crow.agent.sources import Source
 from crow.records import PatternType
 from crow.timewords import resolve_range
