@@ -1,7 +1,8 @@
 """The cue-word vocabulary: small talk, count questions, product queries without a topic.
 
 Read by the intent router's refinement (crow.agent.intent), whose reading reaches the model
-as a hint, and by the scripted test models; nothing here decides a tool call.
+as a hint, by the products tool (a query that names no topic ranks the whole catalog) and by
+the scripted test models; nothing here decides which tool is called.
 """
 
 from __future__ import annotations
