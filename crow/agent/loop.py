@@ -1,21 +1,13 @@
 """The agent loop: history + tools -> model -> tools in parallel -> ... -> answer with footnotes.
 
-The model decides. Each step it sees the system prompt, the conversation and the five tools
-and either calls tools (run in parallel, results appended) or answers in text. At most
-``max_iterations`` steps; past that, or when a step fails, one plain call without tools
-answers from what was gathered. No tool runs that the model did not ask for.
-
-Small models get help they read, never decisions made for them (``hints``,
-crow.agent.guidance): worked examples in the system prompt and a one-line routing hint.
-
-An answer is checked (a count the summary tool did not return, a name no tool returned,
-tool data instead of prose): a failed check sends the model one short correction and it
-answers again; only if that fails too is the answer composed from the results, and the
-answer says so (``fallback: "composed"``).
-
-Every step streams: text reaches the client as ``text_delta`` events while it is written;
-when the text shown is not the final answer, a ``text_replaced`` event carries the text that
-replaces it; the footnotes follow as a last ``text_delta``.
+The model decides: each step it sees the system prompt, the conversation and the five tools
+and calls tools (run in parallel) or answers. At most ``max_iterations`` steps; past that, or
+when a step fails or only repeats calls, one plain call answers from what was gathered.
+Small models get help they read (``hints``, crow.agent.guidance), never decisions. A checked
+answer (crow.agent.checks) that fails gets one correction; failing again, the answer is
+composed from the results and says so (``fallback: "composed"``). Text streams as
+``text_delta`` events; ``text_replaced`` carries a final text that differs from what was
+shown; the footnotes come last.
 """
 
 from __future__ import annotations
@@ -25,13 +17,15 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from crow.agent.checks import answer_problem, correction
 from crow.agent.compose import ECHO_STOPS, compose
 from crow.agent.context import ToolContext
+from crow.agent.events import Emit, events_of
 from crow.agent.guidance import Guidance, question_of
 from crow.agent.runner import fresh_calls, run_tool
 from crow.agent.sources import Source, select_sources, with_footnotes
@@ -45,7 +39,6 @@ if TYPE_CHECKING:
     from crow.settings import AppSettings
 
 log = logging.getLogger(__name__)
-Emit = Callable[[dict[str, Any]], None]
 
 
 @dataclass(frozen=True)
@@ -108,22 +101,9 @@ class Agent:
         assert answer is not None
         return answer
 
-    async def events(
-        self, messages: list[Message], ctx: ToolContext
-    ) -> AsyncIterator[dict[str, Any]]:
+    def events(self, messages: list[Message], ctx: ToolContext) -> AsyncIterator[dict[str, Any]]:
         """tool_call_started / tool_call_finished / text_delta ... sources, done."""
-        queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
-        task = asyncio.ensure_future(self._answer(messages, ctx, queue.put_nowait))
-        task.add_done_callback(lambda _: queue.put_nowait(None))
-        try:
-            while (event := await queue.get()) is not None:
-                yield event
-            await task  # its errors surface here
-        finally:
-            if not task.done():  # the client went away: stop the model and the tools
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+        return events_of(partial(self._answer, messages, ctx))
 
     async def _answer(self, messages: list[Message], ctx: ToolContext, emit: Emit) -> None:
         started = time.perf_counter()
