@@ -126,3 +126,21 @@ def test_examples_join_the_system_prompt_only_with_hints(demo, hints):
     messages = model.calls[0].messages
     assert messages[0].role == "system" and (EXAMPLES in messages[0].content) is hints
     assert [m.role for m in messages].count("system") == (2 if hints else 1)
+
+
+def test_the_examples_name_no_catalog_topic_a_model_could_copy(demo):
+    """A 1.5B copied an example's "backpacks" into a grocer's product search: examples use
+    X for whatever the question names."""
+    import duckdb
+
+    with duckdb.connect() as con:
+        categories = {
+            c.lower()
+            for org in ("acme-outdoor", "fresh-mart")
+            for (c,) in con.execute(
+                "SELECT DISTINCT category FROM read_parquet(?)",
+                [demo.lake.parquet_glob(org, "products")],
+            ).fetchall()
+        }
+    words = {w.strip("?!.,\"'").lower() for w in EXAMPLES.split()}
+    assert categories and not {c for c in categories if c in words or c.rstrip("s") in words}

@@ -23,17 +23,17 @@ from models.messages import Message
 log = logging.getLogger(__name__)
 
 EXAMPLES = """\
-Examples of questions and the tool calls that answer them (arguments only when the question \
-names them):
+Examples of questions and the tool calls that answer them; X stands for whatever the \
+question names (take it from the question, never from here), and arguments appear only \
+when the question names them:
 - "which channel has the most traffic?" -> get_interaction_summary {"channel": "all"}
 - "how many visits did the site get?" -> get_interaction_summary {"channel": "web"}
 - "total interactions from Instagram and TikTok last week" -> get_interaction_summary \
 {"channel": "social", "since": "last week"}
-- "our best-selling backpacks" -> search_products {"query": "backpacks", "sort": "popularity"}
-- "what do people post about our boots?" -> search_interactions {"query": "boots", \
-"channel": "social"}
-- "any unusual spikes lately?" -> search_patterns {"query": "unusual spikes", "type": "anomaly"}
-- "what's the warranty on bikes?" -> search_org_context {"query": "bike warranty"}
+- "our best-selling X" -> search_products {"query": "X", "sort": "popularity"}
+- "what do people post about X?" -> search_interactions {"query": "X", "channel": "social"}
+- "any unusual spikes lately?" -> search_patterns {"query": "unusual spikes"}
+- "what is our policy on X?" -> search_org_context {"query": "X policy"}
 - "good morning!" -> no tool; greet back briefly.
 When a tool result answers the question, answer it: the figure or names it asks for, first, \
 in a sentence."""

@@ -51,8 +51,8 @@ Since = Annotated[
 ]  # fmt: skip
 Until = Annotated[
     str | None,
-    Field(description="End: 'all time', or an ISO date or words like 'yesterday' if the "
-                      "question names a time."),
+    Field(description="End: 'all time' (up to the latest data), or an ISO date if the "
+                      "question names an end."),
 ]  # fmt: skip
 
 
