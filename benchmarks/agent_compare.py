@@ -25,6 +25,7 @@ from crow.settings import AppSettings
 from jobs.eval import (
     ANSWER_TIMEOUT_S,
     COLUMNS,
+    aligned,
     crow_agent,
     evaluate_question,
     prepare_all,
@@ -109,10 +110,7 @@ def _header() -> list[str]:
 def text_table(result: dict[str, Any]) -> str:
     """Per kind: Ask CROW / peer in each cell."""
     rows = [_header()] + [_cells(result, kind) for kind in result["askcrow"]["summary"]]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
-             for r in rows]  # fmt: skip
-    return f"{_legend(result)}, model {result['model']}\n" + "\n".join(lines)
+    return f"{_legend(result)}, model {result['model']}\n" + aligned(rows)
 
 
 def markdown_table(result: dict[str, Any]) -> str:

@@ -10,8 +10,8 @@ in the conversation) and "truth" (what a correct answer states, from the org's d
 jobs/truth.py). Tool selection: the set of tools the agent called equals ``expect_tools``
 (greetings: no tool; a list of lists gives alternatives). Correctness: the answer states the
 truth. Grounding: an answer that should state a count (its expected tools include the
-summary) states a figure the summary tool returns, and
-every footnote points to a source a tool returned. The files only measure: nothing here
+summary) states a figure the summary tool returns, and every footnote points to a source a
+tool returned. The files only measure: nothing here
 feeds questions or answers back into prompts. ``--peer`` asks a pydantic-ai agent each
 question too, with the same model and tools, interleaved (``--baseline``: and Ask CROW with
 its hints off).
@@ -316,6 +316,11 @@ def summary_table(summary: dict[str, Any]) -> str:
     for kind, s in summary.items():
         rows.append([kind, str(s["n"]),
                      *("-" if s[key] is None else fmt.format(s[key]) for _, key, fmt in COLUMNS)])  # fmt: skip
+    return aligned(rows)
+
+
+def aligned(rows: list[list[str]]) -> str:
+    """Rows as text columns: the first left-aligned, the others right-aligned."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in
                                enumerate(zip(r, widths, strict=True))) for r in rows)  # fmt: skip
