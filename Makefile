@@ -18,6 +18,7 @@ CHROMIUM := /usr/bin/chromium
 .PHONY: run test setup data lint format browser eval bench
 
 run: data
+	@$(PY) -m jobs.keys demo
 	@echo "Ask CROW is starting (Ctrl-C stops it):"
 	@echo "  dashboard      http://127.0.0.1:8000/"
 	@echo "  API docs       http://127.0.0.1:8000/docs"

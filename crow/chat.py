@@ -98,6 +98,7 @@ class ChatService:
                 yield event
         assert answer is not None
         self._record(answer)
+        await store.add_usage(org_id, answer.tokens)
         stored = await store.add_message(
             org_id, session_id, "assistant", answer.content, kind=kind, message_id=answer_id,
             sources=[s.model_dump() for s in answer.sources], tool_steps=answer.tool_steps,
@@ -122,6 +123,7 @@ class ChatService:
         )
         answer = await answer_from_kb(self.agent.model, ctx, self.services.org_names.get(org_id, org_id),
                                       history, question)  # fmt: skip
+        await store.add_usage(org_id, answer.tokens)
         fields = {"sources": [s.model_dump() for s in answer.sources], "tool_steps": answer.tool_steps,
                   "timings": answer.timings}  # fmt: skip
         if session_id is None:

@@ -61,9 +61,20 @@ class Indexer:
         return version
 
     async def submit(self, org_id: str, collections: list[str], full: bool) -> dict[str, Any]:
-        job = await self.store.create_job_run(org_id, "reindex", job_id=new_id("job"))
-        await self._start(org_id, job["id"], collections, full)
-        return await self.status(org_id, job["id"])  # type: ignore[return-value]
+        """The new job; or the running job of the org that covers one of `collections`, with
+        ``already_running: True`` (one running reindex per organization and collection)."""
+        for _ in range(2):
+            job = await self.store.create_job_run(
+                org_id, "reindex", job_id=new_id("job"), collections=collections
+            )
+            if not job.get("already_running"):
+                await self._start(org_id, job["id"], collections, full)
+                return await self.status(org_id, job["id"])  # type: ignore[return-value]
+            # The record may be stale (a job that died): its status refreshes it; then retry.
+            current = await self.status(org_id, job["id"]) or job
+            if current["state"] in {"pending", "running"}:
+                return {**current, "already_running": True}
+        return {**job, "already_running": True}
 
     async def _start(self, org_id: str, job_id: str, collections: list[str], full: bool) -> None:
         task = asyncio.create_task(self._run_here(org_id, job_id, collections, full))

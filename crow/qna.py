@@ -42,5 +42,5 @@ async def answer_from_kb(
     return AgentAnswer(
         content=with_footnotes(turn.text, sources), sources=sources, tool_steps=[step],
         timings={"model_s": round(total - tools_s, 3), "tools_s": round(tools_s, 3), "total_s": round(total, 3)},
-        iterations=1,
+        iterations=1, tokens=turn.usage.total,
     )  # fmt: skip

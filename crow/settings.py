@@ -7,11 +7,22 @@ Nothing here is built at import time: call :meth:`AppSettings.from_args`.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+
+def read_secret(env: str | None, file: Path | None) -> str | None:
+    """A secret from the environment variable `env`, else from `file` (a mounted Kubernetes
+    Secret); never from the application args, which Ray's dashboard shows to anyone."""
+    if env and (value := os.environ.get(env, "").strip()):
+        return value
+    if file is not None and Path(file).is_file():
+        return Path(file).read_text().strip() or None
+    return None
 
 
 def serve_config_args(path: Path | str, app: str = "crow") -> dict[str, Any]:
@@ -37,6 +48,46 @@ class Limits(_Section):
     history_messages: int = Field(10, gt=0, description="Session messages given to the model.")
     max_iterations: int = Field(5, gt=0, description="Agent loop iterations before fallback.")
     page_size_max: int = Field(100, gt=0, description="Largest page of a paginated list.")
+
+
+class Quotas(_Section):
+    """Per key and per organization; the GPU profile sets production values."""
+
+    chat_per_minute: float = Field(
+        20, gt=0, description="Chat, Q&A, A2A and /v1 messages per key and minute."
+    )
+    chat_burst: int = Field(10, gt=0, description="Messages a key may send at once.")
+    search_per_minute: float = Field(
+        120, gt=0, description="Searches (REST and MCP tool calls) per key and minute."
+    )
+    search_burst: int = Field(30, gt=0, description="Searches a key may send at once.")
+    daily_tokens: int = Field(
+        2_000_000, ge=0, description="Model tokens per organization and UTC day (0: no quota)."
+    )
+    max_sessions: int = Field(10_000, gt=0, description="Chat and Q&A sessions per organization.")
+
+
+class AuthSettings(_Section):
+    mode: Literal["keys", "off"] = Field(
+        "keys",
+        description="'keys': every request but /health, /ready, /docs, the page and the agent "
+        "card carries an API key. 'off': local development only; then only loopback clients "
+        "of a loopback-bound server are answered.",
+    )
+    operator_token_env: str = Field(
+        "ASK_CROW_OPERATOR_TOKEN",
+        description="The environment variable with the platform operator's token.",
+    )
+    operator_token_file: Path | None = Field(
+        None, description="A file with the operator token (a mounted Secret)."
+    )
+    allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description="Host header values served (e.g. 'crow.example.com'); empty: any.",
+    )
+    key_cache_s: float = Field(
+        5.0, ge=0, description="How long an Ingress replica trusts a looked-up key (revocation lag)."
+    )
 
 
 class Timeouts(_Section):
@@ -74,7 +125,12 @@ class LLMSettings(_Section):
         description="Model id; local: a GGUF of models.gguf_assembly.MODELS (selects the weights).",
     )
     base_url: str | None = Field(None, description="openai backend: endpoint base URL.")
-    api_key: str | None = Field(None, description="openai backend: API key.")
+    api_key_env: str = Field(
+        "OPENAI_API_KEY", description="openai backend: the environment variable with the API key."
+    )
+    api_key_file: Path | None = Field(
+        None, description="openai backend: a file with the API key (a mounted Secret)."
+    )
     factory: str | None = Field(
         None, description="custom backend: 'module:callable' returning a ChatModel."
     )
@@ -175,6 +231,8 @@ class AppSettings(BaseSettings):
         None, description="Assembled models; default <var_dir>/models."
     )
     limits: Limits = Limits()
+    quotas: Quotas = Quotas()
+    auth: AuthSettings = AuthSettings()
     timeouts: Timeouts = Timeouts()
     llm: LLMSettings = LLMSettings()
     embedder: EmbedderSettings = EmbedderSettings()

@@ -18,7 +18,6 @@ from crow.settings import AppSettings
 from deployments.handles import HandleProxy, StreamingProxy
 from deployments.llm_vllm import chat_model_for
 from deployments.metrics import RayMetrics
-from models.openai_server import openai_router
 
 
 @serve.deployment(name="Ingress", max_ongoing_requests=200, ray_actor_options={"num_cpus": 0})
@@ -51,16 +50,13 @@ class Ingress:
         self.llm = chat_model_for(llm, app_settings)
 
     def __serve_build_asgi_app__(self) -> FastAPI:
-        app = create_app(self.services, extra_errors={
+        app = create_app(self.services, chat_model=self.llm, extra_errors={
             # A deployment's queue is full (max_queued_requests): say so at once, don't hang.
             BackPressureError: ApiError(503, "overloaded", "the assistant is busy; retry in a few seconds"),
             # A replica died under the request (Serve is starting a new one). A retry with the
             # same message_id is safe: the question is stored and answered once.
             RayActorError: ApiError(503, "unavailable", "a part of the assistant restarted; retry in a few seconds"),
         })  # fmt: skip
-        # OpenAI-compatible /v1/chat/completions and /v1/models over the same LLM deployment.
-        llm = self.services.settings.llm
-        app.include_router(openai_router(self.llm, model_name=llm.model, max_tokens=llm.max_tokens))
         return app
 
     async def check_health(self) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from ray import serve
 
-from crow.settings import AppSettings, LLMSettings
+from crow.settings import AppSettings, LLMSettings, read_secret
 from deployments.metrics import RayMetrics
 from models.cache import ResponseCache
 from models.chat import ChatModel, stream_turn
@@ -41,7 +41,8 @@ def make_chat_model(llm: LLMSettings, settings: AppSettings) -> ChatModel:
 
         if not llm.base_url:
             raise ValueError("llm.backend 'openai' needs llm.base_url")
-        return OpenAIChatModel(base_url=llm.base_url, api_key=llm.api_key or "", model=llm.model)
+        api_key = read_secret(llm.api_key_env, llm.api_key_file) or ""
+        return OpenAIChatModel(base_url=llm.base_url, api_key=api_key, model=llm.model)
     if llm.backend == "custom":
         if not llm.factory or ":" not in llm.factory:
             raise ValueError("llm.backend 'custom' needs llm.factory = 'module:callable'")

@@ -10,7 +10,7 @@ import logging
 from typing import Any
 
 from crow.settings import AppSettings
-from crow.store.chat_store import ChatStore
+from jobs.store_access import StoreAccess
 
 log = logging.getLogger(__name__)
 
@@ -20,23 +20,12 @@ class JobRecorder:
         self, settings: AppSettings, org_id: str, job_id: str, *, app: str = "crow"
     ) -> None:
         self.org_id, self.job_id = org_id, job_id
-        self._handle: Any = None
-        self._store: ChatStore | None = None
-        try:
-            from ray import serve
-
-            self._handle = serve.get_deployment_handle("ChatStore", app_name=app)
-            self._call("get_job_run", org_id, job_id)
-        except Exception:
-            self._handle = None
-            self._store = ChatStore(settings.chat_db_path)
+        self._store = StoreAccess(settings, app=app)
         if self._call("get_job_run", org_id, job_id) is None:
             self._call("create_job_run", org_id, "reindex", job_id=job_id)
 
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        if self._handle is not None:
-            return getattr(self._handle, method).remote(*args, **kwargs).result(timeout_s=30)
-        return getattr(self._store, method)(*args, **kwargs)
+        return self._store.call(method, *args, **kwargs)
 
     def update(self, **fields: Any) -> None:
         try:
@@ -55,5 +44,4 @@ class JobRecorder:
             log.exception("could not record the index version")
 
     def close(self) -> None:
-        if self._store is not None:
-            self._store.close()
+        self._store.close()

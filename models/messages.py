@@ -97,6 +97,10 @@ class Usage(_Frozen):
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
+    @property
+    def total(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
 
 class AssistantTurn(_Frozen):
     """What a model returns for one request."""

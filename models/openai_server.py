@@ -9,7 +9,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from functools import partial
 from typing import Any, TypeVar
 
 from fastapi import APIRouter, FastAPI, Request
@@ -23,7 +24,7 @@ from models.errors import (
     ModelUnavailable,
     PromptTooLong,
 )
-from models.messages import ModelParams, TextDelta, ToolCallDone, TurnDone
+from models.messages import AssistantTurn, ModelParams, TextDelta, ToolCallDone, TurnDone
 from models.openai_wire import (
     WireFormatError,
     attempted_calls_to_wire,
@@ -40,6 +41,7 @@ from models.openai_wire import (
 
 MAX_BODY_BYTES = 1_000_000
 T = TypeVar("T")
+OnTurn = Callable[[Request, AssistantTurn], Awaitable[None]]
 
 
 def build_openai_app(
@@ -66,9 +68,11 @@ def openai_router(
     default_params: ModelParams | None = None,
     max_tokens: int | None = None,
     prefix: str = "/v1",
+    on_turn: OnTurn | None = None,
 ) -> APIRouter:
     """The routes of build_openai_app, to include in a larger app. `max_tokens` caps what a
-    request may ask for (a larger `max_tokens` is lowered to it; absent, it is the default)."""
+    request may ask for (a larger `max_tokens` is lowered to it; absent, it is the default);
+    `on_turn` hears of every answered completion (e.g. to count its tokens)."""
     defaults = default_params or ModelParams()
     if max_tokens is not None:
         defaults = defaults.model_copy(update={"max_tokens": max_tokens})
@@ -95,7 +99,8 @@ def openai_router(
         except (ValueError, WireFormatError) as exc:
             return _error(400, "invalid_request", str(exc))
         if body.get("stream"):
-            events = _sse(model, messages, tools, params, model_name)
+            done = None if on_turn is None else partial(on_turn, request)
+            events = _sse(model, messages, tools, params, model_name, done)
             return StreamingResponse(events, media_type="text/event-stream")
         try:
             turn = await _unless_disconnected(request, model.request(messages, tools, params))
@@ -103,6 +108,8 @@ def openai_router(
             return _model_error(exc)
         except ClientGone:
             return _error(499, "client_closed_request", "the client closed the connection")
+        if on_turn is not None:
+            await on_turn(request, turn)
         return JSONResponse(completion_response(turn, model_name))
 
     return app
@@ -132,8 +139,9 @@ async def _unless_disconnected(request: Request, work: Awaitable[T], poll_s: flo
 
 
 async def _sse(
-    model: ChatModel, messages: Any, tools: Any, params: ModelParams, model_name: str
-) -> AsyncIterator[str]:
+    model: ChatModel, messages: Any, tools: Any, params: ModelParams, model_name: str,
+    on_turn: Callable[[AssistantTurn], Awaitable[None]] | None = None,
+) -> AsyncIterator[str]:  # fmt: skip
     chunk_id = new_chunk_id()
     yield _data(chunk(chunk_id, model_name, {"role": "assistant", "content": ""}))
     index = 0
@@ -146,6 +154,8 @@ async def _sse(
                 index += 1
                 yield _data(chunk(chunk_id, model_name, {"tool_calls": [call]}))
             elif isinstance(event, TurnDone):
+                if on_turn is not None:
+                    await on_turn(event.turn)
                 text, wrong = attempted_calls_to_wire(event.turn)
                 if text:
                     yield _data(chunk(chunk_id, model_name, {"content": text}))

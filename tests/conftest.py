@@ -56,6 +56,24 @@ def store(settings: AppSettings) -> Iterator[ChatStore]:
     store.close()
 
 
+def key_headers(store: ChatStore, org: str, role: str = "editor") -> dict[str, str]:
+    """The headers of a request with a new API key of `org`: Authorization and the org."""
+    key = store.create_api_key(org, role, name="test")["key"]
+    return {"Authorization": f"Bearer {key}", "X-Organization-Id": org}
+
+
+@pytest.fixture
+def ha(store: ChatStore) -> dict[str, str]:
+    """An editor key of ORG_A, as request headers."""
+    return key_headers(store, ORG_A)
+
+
+@pytest.fixture
+def hb(store: ChatStore) -> dict[str, str]:
+    """An editor key of ORG_B, as request headers."""
+    return key_headers(store, ORG_B)
+
+
 @pytest.fixture
 def client(settings: AppSettings, lake: DataLake, store: ChatStore) -> Iterator[TestClient]:
     app = create_app(Services(settings=settings, lake=lake, store=ThreadProxy(store)))

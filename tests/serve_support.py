@@ -5,13 +5,28 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 
+from crow.settings import AppSettings
+from crow.store.chat_store import ChatStore
 from deployments.local_app import APP_NAME, ROOT, free_port, serve_config_app, wait_until
 from models.messages import AssistantTurn, Message, ModelParams, ToolCall, ToolSpec
 from models.testing import ScriptedChatModel
 
-__all__ = ["APP_NAME", "ROOT", "free_port", "rule_model", "rule_model_slow", "serve_config_app",
+__all__ = ["APP_NAME", "ROOT", "api_keys", "free_port", "rule_model", "rule_model_slow", "serve_config_app",
            "wait_until"]  # fmt: skip
+
+
+def api_keys(var: Path, orgs: Sequence[str], role: str = "editor") -> dict[str, dict[str, str]]:
+    """Request headers with a new API key per org, written to `var`'s chat store before the
+    app starts there (the store file has one writer once it runs)."""
+    store = ChatStore(AppSettings.from_args({"var_dir": str(var)}).chat_db_path)
+    try:
+        keys = {org: store.create_api_key(org, role, name="test")["key"] for org in orgs}
+    finally:
+        store.close()
+    return {org: {"Authorization": f"Bearer {key}", "X-Organization-Id": org}
+            for org, key in keys.items()}  # fmt: skip
 
 
 def _count_then_answer(

@@ -67,6 +67,7 @@ class AgentAnswer:
     timings: dict[str, float]
     fallback: str | None = None  # "composed", or why the plain fallback call answered
     iterations: int = 0
+    tokens: int = 0  # model tokens read and written (the organization's daily quota)
 
 
 @dataclass
@@ -79,6 +80,7 @@ class _Run:
     steps: list[dict[str, Any]] = field(default_factory=list)
     shown: str = ""  # the answer text streamed to the client so far
     calls: int = 0  # model calls made
+    tokens: int = 0
     model_s: float = 0.0
     tools_s: float = 0.0
     route_s: float = 0.0  # the guidance's routing hint
@@ -127,7 +129,7 @@ class Agent:
             timings={"model_s": round(run.model_s, 3), "tools_s": round(run.tools_s, 3),
                      "route_s": round(run.route_s, 3),
                      "total_s": round(time.perf_counter() - started, 3)},
-            fallback=fallback, iterations=run.calls,
+            fallback=fallback, iterations=run.calls, tokens=run.tokens,
         )  # fmt: skip
         if run.shown.strip() != text.strip():
             emit({"type": "text_replaced", "text": text, "reason": fallback or "final_answer"})
@@ -198,6 +200,7 @@ class Agent:
             run.model_s += time.perf_counter() - started
         if turn is None:
             raise ModelError("the model's stream ended without its turn")
+        run.tokens += turn.usage.total
         return turn
 
     async def _run_tools(self, calls: Sequence[ToolCall], run: _Run, ctx: ToolContext) -> list[dict[str, Any]]:  # fmt: skip

@@ -1,7 +1,7 @@
 """The A2A side of Ask CROW on a2a-sdk: the agent card, the executor, the per-app state.
 
 The executor answers every A2A message with ``services.chat.send`` in a chat session of the
-caller's org (from ``X-Organization-Id``); one chat session per A2A context id (the legacy
+caller's org (the organization of its API key); one chat session per A2A context id (the legacy
 ``tasks/send`` sessionId shares the same mapping). The mapping and the A2A task store are
 in memory, per ingress replica.
 """
@@ -27,10 +27,15 @@ from a2a.types.a2a_pb2 import (
     AgentInterface,
     AgentProvider,
     AgentSkill,
+    HTTPAuthSecurityScheme,
+    SecurityRequirement,
+    SecurityScheme,
+    StringList,
     TaskState,
 )
 from starlette.requests import Request
 
+from crow.api.routes_chat import new_session
 from crow.services import Services
 from models.errors import ModelError
 
@@ -39,6 +44,7 @@ log = logging.getLogger(__name__)
 A2A_RPC_PATH = "/a2a"
 CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
 _MAX_MAPPED_SESSIONS = 10_000
+BEARER_SCHEME = "bearer"
 
 _SKILLS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
     ("product-search", "Product search",
@@ -70,7 +76,7 @@ def agent_card(rpc_url: str) -> AgentCard:
         name="Ask CROW",
         description="Retail-analytics assistant: answers questions about an organization's "
         "products, customer interactions, detected patterns and company knowledge, with "
-        "footnoted sources. Send the organization in the X-Organization-Id header.",
+        "footnoted sources. Send an API key of the organization: 'Authorization: Bearer <key>'.",
         version="0.1.0",
         provider=AgentProvider(organization="CROW", url="https://crow.example"),
         supported_interfaces=[
@@ -81,7 +87,13 @@ def agent_card(rpc_url: str) -> AgentCard:
         default_input_modes=["text/plain"],
         default_output_modes=["text/plain"],
         skills=[_skill(*skill) for skill in _SKILLS],
-    )
+        security_schemes={BEARER_SCHEME: SecurityScheme(
+            http_auth_security_scheme=HTTPAuthSecurityScheme(
+                scheme="Bearer", bearer_format="API key",
+                description="An API key of the organization: 'Authorization: Bearer <key>'.",
+            ))},
+        security_requirements=[SecurityRequirement(schemes={BEARER_SCHEME: StringList()})],
+    )  # fmt: skip
 
 
 def _skill(skill_id: str, name: str, description: str, examples: tuple[str, ...]) -> AgentSkill:
@@ -112,7 +124,7 @@ class SessionMap:
             if mapped and await services.store.get_session(org_id, mapped) is not None:
                 self._ids.move_to_end(key)
                 return mapped
-        session = await services.store.create_session(org_id, kind="chat")
+        session = await new_session(services, org_id, "chat", None)
         if external_id:
             self._ids[(org_id, external_id)] = session["id"]
             while len(self._ids) > self.limit:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import APIRouter, Depends, FastAPI, Request
 
 from crow.api import (
     routes_a2a,
@@ -13,19 +13,40 @@ from crow.api import (
     routes_dashboard,
     routes_health,
     routes_ingest,
+    routes_keys,
     routes_qna,
     routes_qna_index,
     routes_search,
 )
+from crow.api.deps import (
+    OrgDep,
+    PrincipalDep,
+    ServicesDep,
+    chat_allowed,
+    org_for,
+    principal_of,
+)
 from crow.api.errors import ApiError, install_error_handlers
+from crow.api.guard import AuthGuard
 from crow.api.limits import BodyLimit, RequestMetrics
 from crow.api.mcp_server import MCP_PATH, McpEndpoint
+from crow.api.openapi import ERROR_RESPONSES, document_errors
 from crow.services import Services
+from models.chat import ChatModel
+from models.messages import AssistantTurn
+from models.openai_server import openai_router
+
+UPLOADS = ("/api/v1/ingest/",)
 
 
 def create_app(
-    services: Services, *, extra_errors: dict[type[Exception], ApiError] | None = None
+    services: Services,
+    *,
+    chat_model: ChatModel | None = None,
+    extra_errors: dict[type[Exception], ApiError] | None = None,
 ) -> FastAPI:
+    """The whole HTTP surface over `services`; with `chat_model`, also the OpenAI-compatible
+    /v1 routes over it. Every route but the public ones is behind crow.api.guard."""
     mcp = McpEndpoint(services)
 
     @asynccontextmanager
@@ -36,22 +57,58 @@ def create_app(
     app = FastAPI(
         title="Ask CROW",
         version="0.1.0",
-        description="The retail-analytics chat assistant: chat, Q&A, search, ingest, A2A, MCP.",
+        description="The retail-analytics chat assistant: chat, Q&A, search, ingest, A2A, MCP. "
+        "Every route but /health, /ready and the agent card needs an API key "
+        "(`Authorization: Bearer <key>`); the organization is the key's.",
         lifespan=lifespan,
+        responses=ERROR_RESPONSES,
     )
     app.state.services = services
     install_error_handlers(app, extra_errors)
+    limits, auth = services.settings.limits, services.settings.auth
+    # The last added runs first: metrics, then the guard, then the body bounds.
+    app.add_middleware(BodyLimit, limit=limits.max_body_bytes,
+                       upload_limit=limits.max_ingest_bytes, uploads=UPLOADS)  # fmt: skip
+    app.add_middleware(AuthGuard, settings=auth, authenticate=services.store.authenticate)
     app.add_middleware(RequestMetrics, metrics=services.metrics)
-    app.add_middleware(
-        BodyLimit, limit=services.settings.limits.max_body_bytes, exempt=("/api/v1/ingest/",)
-    )
     app.include_router(routes_health.router)
+    app.include_router(routes_keys.router)
     app.include_router(routes_ingest.router)
     app.include_router(routes_search.router)
     app.include_router(routes_qna_index.router)
     app.include_router(routes_qna.router)
     app.include_router(routes_chat.router)
     app.include_router(routes_a2a.router)
+    if chat_model is not None:
+        app.include_router(_openai_routes(services, chat_model),
+                           dependencies=[Depends(_json_only), Depends(_v1_allowed)])  # fmt: skip
     app.add_route(MCP_PATH, mcp, include_in_schema=False)  # MCP streamable HTTP (ASGI app)
     routes_dashboard.install(app)  # the web page at / and /static/
+    document_errors(app)
     return app
+
+
+def _json_only(request: Request) -> None:
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if request.method == "POST" and kind != "application/json":
+        raise ApiError(415, "unsupported_media_type", "send the request as application/json")
+
+
+async def _v1_allowed(request: Request, services: ServicesDep, principal: PrincipalDep,
+                      org_id: OrgDep) -> None:  # fmt: skip
+    """A completion is a chat message: the key's chat rate and the org's token quota."""
+    if request.method == "POST":
+        await chat_allowed(services, principal, org_id)
+
+
+def _openai_routes(services: Services, model: ChatModel) -> APIRouter:
+    """/v1/chat/completions and /v1/models over the app's LLM: a key, the chat rate and the
+    token quota like any chat message, JSON bodies only, max_tokens capped by llm.max_tokens."""
+
+    async def count_tokens(request: Request, turn: AssistantTurn) -> None:
+        org_id = org_for(services, principal_of(request), request.headers.get("x-organization-id"))
+        await services.store.add_usage(org_id, turn.usage.total)
+
+    llm = services.settings.llm
+    return openai_router(model, model_name=llm.model, max_tokens=llm.max_tokens,
+                         on_turn=count_tokens)  # fmt: skip

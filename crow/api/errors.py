@@ -32,10 +32,12 @@ class ApiError(Exception):
     """An answer other than 2xx, raised anywhere below a route."""
 
     def __init__(
-        self, status: int, code: str, message: str, details: list[dict[str, Any]] | None = None
-    ) -> None:
+        self, status: int, code: str, message: str, details: list[dict[str, Any]] | None = None,
+        *, headers: dict[str, str] | None = None,
+    ) -> None:  # fmt: skip
         super().__init__(message)
         self.status, self.code, self.message, self.details = status, code, message, details
+        self.headers = headers
 
 
 def error_body(code: str, message: str, details: list[dict[str, Any]] | None = None) -> dict:
@@ -59,7 +61,9 @@ def _field(loc: tuple[Any, ...]) -> str:
 
 
 async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
-    return error_response(exc.status, exc.code, exc.message, exc.details)
+    response = error_response(exc.status, exc.code, exc.message, exc.details)
+    response.headers.update(exc.headers or {})
+    return response
 
 
 async def _http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:

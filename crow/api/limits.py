@@ -1,34 +1,84 @@
-"""ASGI middleware: the request body bound (413 before reading) and per-route request metrics."""
+"""ASGI middleware: request body bounds (413, chunked bodies too) and per-route request metrics."""
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from crow.api.errors import error_body
+from crow.api.errors import ApiError, error_response
 
 
 class BodyLimit:
-    """JSON bodies are bounded by `limit`; upload routes (`exempt` prefixes) bound themselves."""
+    """Every request body is bounded, declared or chunked: `limit` bytes, or `upload_limit`
+    under the `uploads` path prefixes. 413 in the error shape, before a route reads too much.
 
-    def __init__(self, app: ASGIApp, *, limit: int, exempt: tuple[str, ...] = ()) -> None:
-        self.app, self.limit, self.exempt = app, limit, exempt
+    A declared Content-Length over the bound is answered at once. A JSON body (small) is read
+    here, counting bytes as they stream, and handed on whole; an upload (large) is counted as
+    the route streams it, and the 413 is raised from the route's read.
+    """
+
+    def __init__(
+        self, app: ASGIApp, *, limit: int, upload_limit: int, uploads: tuple[str, ...] = ()
+    ) -> None:
+        self.app, self.limit, self.upload_limit, self.uploads = app, limit, upload_limit, uploads
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and not scope["path"].startswith(self.exempt):
-            length = dict(scope["headers"]).get(b"content-length", b"0")
-            if length.isdigit() and int(length) > self.limit:
-                body = json.dumps(
-                    error_body("payload_too_large", f"the request body is over {self.limit} bytes")
-                ).encode()
-                await send({"type": "http.response.start", "status": 413,
-                            "headers": [(b"content-type", b"application/json")]})  # fmt: skip
-                await send({"type": "http.response.body", "body": body})
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        upload = scope["path"].startswith(self.uploads)
+        limit = self.upload_limit if upload else self.limit
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > limit):
+            await _too_large(limit, scope, receive, send)
+            return
+        if upload:
+            await self.app(scope, _counted(receive, limit), send)
+            return
+        chunks, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away
                 return
-        await self.app(scope, receive, send)
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            if size > limit:
+                await _too_large(limit, scope, receive, send)
+                return
+            if not message.get("more_body", False):
+                break
+        await self.app(scope, _replay(b"".join(chunks), receive), send)
+
+
+async def _too_large(limit: int, scope: Scope, receive: Receive, send: Send) -> None:
+    response = error_response(413, "payload_too_large", f"the request body is over {limit} bytes")
+    await response(scope, receive, send)
+
+
+def _counted(receive: Receive, limit: int) -> Receive:
+    size = 0
+
+    async def counted() -> Message:
+        nonlocal size
+        message = await receive()
+        size += len(message.get("body", b""))
+        if size > limit:
+            raise ApiError(413, "payload_too_large", f"the upload is larger than {limit} bytes")
+        return message
+
+    return counted
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """The body read already, then the client's own messages (a disconnect, for streams)."""
+    pending = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def replay() -> Message:
+        return pending.pop() if pending else await receive()
+
+    return replay
 
 
 class RequestMetrics:

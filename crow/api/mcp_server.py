@@ -1,10 +1,12 @@
 """The agent's five tools over MCP (streamable HTTP, official ``mcp`` SDK) at ``/mcp``.
 
 Stateless streamable HTTP with JSON responses: every POST stands alone, so any ingress
-replica can answer it (no session affinity needed under Ray Serve). Org scoping: each HTTP
-request to ``/mcp`` must carry ``X-Organization-Id``; a missing one is answered 400, an unknown
-one 404, in the API's one error shape, before MCP sees the request. Tool calls run for the
-org of the request that carries them.
+replica can answer it (no session affinity needed under Ray Serve). Access: the app's guard
+has resolved the request's API key before it gets here; the org is the key's (an
+``X-Organization-Id`` of another org is answered 403 in the API's one error shape, before MCP
+sees the request). Tool calls run for that org and take from the key's search rate.
+DNS-rebinding protection is on: Host (and a browser's Origin) must be the configured
+``auth.allowed_hosts``, or loopback names when none are configured.
 
 The session manager runs inside the app's lifespan (``McpEndpoint.running``); a request that
 arrives while it is not running is answered 503.
@@ -21,21 +23,23 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
 from crow.agent.context import ToolContext
 from crow.agent.tools import TOOLS, TOOLS_BY_NAME
-from crow.api.deps import require_org
+from crow.api.deps import org_for, principal_of, take_rate
 from crow.api.errors import ApiError, error_response
 from crow.services import Services
 
 MCP_PATH = "/mcp"
 ORG_HEADER = "x-organization-id"
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 _INSTRUCTIONS = (
-    "Retail-analytics tools of Ask CROW over one organization's data (the X-Organization-Id "
-    "header of each request): interaction counts, product, interaction, pattern and "
+    "Retail-analytics tools of Ask CROW over one organization's data (the organization of "
+    "the request's API key): interaction counts, product, interaction, pattern and "
     "company-knowledge search. Results are JSON; 'sources' lists the rows they came from."
 )
 
@@ -67,7 +71,9 @@ class McpEndpoint:
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
         """Run a fresh session manager (one per app lifespan; a manager runs only once)."""
-        manager = StreamableHTTPSessionManager(self.server, json_response=True, stateless=True)
+        manager = StreamableHTTPSessionManager(
+            self.server, json_response=True, stateless=True, security_settings=self._security()
+        )
         async with manager.run():
             self._manager = manager
             try:
@@ -75,10 +81,19 @@ class McpEndpoint:
             finally:
                 self._manager = None
 
+    def _security(self) -> TransportSecuritySettings:
+        hosts = list(self.services.settings.auth.allowed_hosts)
+        if not hosts:
+            hosts = [h for name in LOOPBACK_HOSTS for h in (name, f"{name}:*")]
+        origins = [f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")]
+        return TransportSecuritySettings(
+            enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
+        )
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope)
         try:
-            require_org(self.services, request.headers.get(ORG_HEADER))
+            org_for(self.services, principal_of(request), request.headers.get(ORG_HEADER))
         except ApiError as exc:
             response = error_response(exc.status, exc.code, exc.message)
             await response(scope, receive, send)
@@ -104,9 +119,12 @@ class McpEndpoint:
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        headers = ctx.request.headers if isinstance(ctx.request, Request) else {}
+        if not isinstance(ctx.request, Request):  # only served over HTTP, behind the guard
+            return _tool_result({"error": "unauthorized", "message": "no request"}, error=True)
         try:
-            org_id = require_org(self.services, headers.get(ORG_HEADER))
+            principal = principal_of(ctx.request)
+            org_id = org_for(self.services, principal, ctx.request.headers.get(ORG_HEADER))
+            await take_rate(self.services, principal, "search")
         except ApiError as exc:
             return _tool_result({"error": exc.code, "message": exc.message}, error=True)
         tool = TOOLS_BY_NAME.get(params.name)

@@ -5,9 +5,11 @@
   ``GetTask``, ``CancelTask``, ... with ``A2A-Version: 1.0``; 0.3 ``message/send`` too).
 - ``GET /.well-known/agent-card.json`` and ``/.well-known/agent.json``: the agent card.
 
-Both JSON-RPC routes take the org from ``X-Organization-Id`` with the checks of every other
-route (missing 400, unknown 404, in the one error shape) before any JSON-RPC processing;
-JSON-RPC level errors are answered with HTTP 200 in JSON-RPC shape.
+Both JSON-RPC routes take the org from the caller's API key with the checks of every other
+route (401 without a key, 403 for another org's X-Organization-Id, 429 past the chat rate or
+the token quota, in the one error shape) before any JSON-RPC processing; JSON-RPC level
+errors are answered with HTTP 200 in JSON-RPC shape. The agent card stays public and
+declares the bearer scheme.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from crow.api.a2a_agent import A2A_RPC_PATH, CARD_PATHS, a2a_state, agent_card
-from crow.api.deps import OrgDep, ServicesDep
+from crow.api.deps import ChatOrg, ServicesDep
+from crow.api.errors import ApiError
 from crow.services import Services
 from models.errors import ModelError
 
@@ -94,7 +97,7 @@ async def _run_task(
     summary="A2A tasks/send (legacy JSON-RPC): ask a question as a task",
     response_model=None,
 )
-async def tasks_send(request: Request, org_id: OrgDep, services: ServicesDep) -> JSONResponse:
+async def tasks_send(request: Request, org_id: ChatOrg, services: ServicesDep) -> JSONResponse:
     try:
         body = await request.json()
     except ValueError:
@@ -122,6 +125,8 @@ async def tasks_send(request: Request, org_id: OrgDep, services: ServicesDep) ->
         return _rpc_error(rpc_id, INVALID_PARAMS, f"invalid params: {reason}")
     try:
         task = await _run_task(services, request, org_id, params, question)
+    except ApiError:
+        raise  # an HTTP answer in the one error shape (e.g. 409 too_many_sessions)
     except Exception:
         log.exception("tasks/send failed")
         return _rpc_error(rpc_id, INTERNAL_ERROR, "internal error")
@@ -133,7 +138,7 @@ async def tasks_send(request: Request, org_id: OrgDep, services: ServicesDep) ->
     summary="A2A JSON-RPC endpoint (a2a-sdk): SendMessage, GetTask, CancelTask, ...",
     response_model=None,
 )
-async def a2a_jsonrpc(request: Request, org_id: OrgDep) -> Response:
+async def a2a_jsonrpc(request: Request, org_id: ChatOrg) -> Response:
     request.state.org_id = org_id
     return await a2a_state(request.app).dispatcher.handle_requests(request)
 

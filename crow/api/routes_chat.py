@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Query
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from crow.api.deps import OrgDep, ServicesDep, require_path_org
+from crow.api.deps import ChatOrg, OrgDep, ServicesDep, require_path_org
 from crow.api.errors import ApiError, error_body
 from crow.services import Services
 from models.errors import ModelError, ModelTimeout, PromptTooLong
@@ -65,7 +65,21 @@ def model_error(exc: ModelError) -> ApiError:
 async def create_session(
     org_id: OrgDep, services: ServicesDep, body: SessionIn | None = None
 ) -> dict[str, Any]:
-    return await services.store.create_session(org_id, title=body.title if body else None)
+    return await new_session(services, org_id, "chat", body)
+
+
+async def new_session(
+    services: Services, org_id: str, kind: str, body: SessionIn | None
+) -> dict[str, Any]:
+    """A new session; 409 once the organization has as many as `quotas.max_sessions`."""
+    cap = services.settings.quotas.max_sessions
+    session = await services.store.create_session(
+        org_id, kind=kind, title=body.title if body else None, max_sessions=cap
+    )
+    if session is None:
+        raise ApiError(409, "too_many_sessions",
+                       f"the organization has {cap:,} sessions; delete old ones first")  # fmt: skip
+    return session
 
 
 @router.get("/organization/{org_id}", summary="The organization's sessions, newest first")
@@ -109,7 +123,7 @@ async def list_messages(
 
 @router.post("/{session_id}/messages", summary="Send a message and get the answer")
 async def send_message(
-    session_id: str, body: MessageIn, org_id: OrgDep, services: ServicesDep
+    session_id: str, body: MessageIn, org_id: ChatOrg, services: ServicesDep
 ) -> dict[str, Any]:
     content = check_message(body, services)
     await own_session(services, org_id, session_id)
@@ -123,7 +137,7 @@ async def send_message(
     "/{session_id}/messages/stream", summary="Send a message; answer as server-sent events"
 )
 async def stream_message(
-    session_id: str, body: MessageIn, org_id: OrgDep, services: ServicesDep
+    session_id: str, body: MessageIn, org_id: ChatOrg, services: ServicesDep
 ) -> StreamingResponse:
     content = check_message(body, services)
     await own_session(services, org_id, session_id)

@@ -8,7 +8,7 @@ from typing import Any
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
-from crow.api.deps import ServicesDep
+from crow.api.deps import PrincipalDep, ServicesDep
 from crow.api.errors import error_body
 
 router = APIRouter(tags=["health"])
@@ -51,6 +51,13 @@ async def ready(services: ServicesDep) -> JSONResponse:
                          "organizations": len(services.lake.list_orgs())})  # fmt: skip
 
 
-@router.get("/api/v1/organizations", tags=["organizations"], summary="Known organizations")
-async def organizations(services: ServicesDep) -> dict[str, object]:
-    return {"organizations": services.lake.list_orgs()}
+@router.get(
+    "/api/v1/organizations", tags=["organizations"], summary="The caller's organization"
+)
+async def organizations(services: ServicesDep, principal: PrincipalDep) -> dict[str, object]:
+    """The key's own organization; the platform operator's token (and local development
+    without keys) sees every organization."""
+    orgs = services.lake.list_orgs()
+    if principal.org_id is not None:
+        orgs = [org for org in orgs if org["id"] == principal.org_id]
+    return {"organizations": orgs}

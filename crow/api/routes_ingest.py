@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel
 
-from crow.api.deps import OrgDep, ServicesDep
+from crow.api.deps import EditorOrg, ServicesDep
 from crow.api.errors import ApiError
 from crow.ingest import IngestRejected, UnsupportedFormat, detect_format, ingest
 
@@ -22,20 +22,6 @@ class IngestResult(BaseModel):
     mode: str
     rows_written: int
     rows_total: int
-
-
-async def read_body_limited(request: Request, limit: int) -> bytes:
-    """The request body, or 413 as soon as it passes `limit` bytes."""
-    declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > limit:
-        raise ApiError(413, "payload_too_large", f"the upload is larger than {limit} bytes")
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise ApiError(413, "payload_too_large", f"the upload is larger than {limit} bytes")
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 @router.post(
@@ -56,13 +42,13 @@ async def read_body_limited(request: Request, limit: int) -> bytes:
 async def ingest_rows(
     collection: CollectionName,
     request: Request,
-    org_id: OrgDep,
+    org_id: EditorOrg,
     services: ServicesDep,
     format: Annotated[Literal["jsonl", "csv", "parquet"] | None, Query()] = None,
     mode: Annotated[Literal["append", "upsert", "replace"], Query()] = "append",
 ) -> IngestResult:
     limits = services.settings.limits
-    data = await read_body_limited(request, limits.max_ingest_bytes)
+    data = await request.body()  # bounded by max_ingest_bytes in crow.api.limits.BodyLimit
     try:
         fmt = detect_format(
             explicit=format, content_type=request.headers.get("content-type"), filename=None

@@ -6,9 +6,9 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from crow.api.deps import OrgDep, ServicesDep
+from crow.api.deps import ChatOrg, OrgDep, ServicesDep
 from crow.api.errors import ApiError
-from crow.api.routes_chat import MessageIn, SessionIn, check_message, model_error
+from crow.api.routes_chat import MessageIn, SessionIn, check_message, model_error, new_session
 from models.errors import ModelError
 
 router = APIRouter(prefix="/api/v1/qna", tags=["knowledge base"])
@@ -25,9 +25,7 @@ async def _own(services, org_id: str, session_id: str) -> dict[str, Any]:
 async def create_qna_session(
     org_id: OrgDep, services: ServicesDep, body: SessionIn | None = None
 ) -> dict[str, Any]:
-    return await services.store.create_session(
-        org_id, kind="qna", title=body.title if body else None
-    )
+    return await new_session(services, org_id, "qna", body)
 
 
 @router.get("/sessions/{session_id}", summary="A Q&A session with its messages")
@@ -41,7 +39,7 @@ async def get_qna_session(session_id: str, org_id: OrgDep, services: ServicesDep
 
 @router.post("/sessions/{session_id}/messages", summary="Ask within a Q&A session")
 async def send_qna_message(
-    session_id: str, body: MessageIn, org_id: OrgDep, services: ServicesDep
+    session_id: str, body: MessageIn, org_id: ChatOrg, services: ServicesDep
 ) -> dict[str, Any]:
     question = check_message(body, services)
     await _own(services, org_id, session_id)
@@ -52,7 +50,7 @@ async def send_qna_message(
 
 
 @router.post("/query", summary="Ask the knowledge base directly (nothing stored)")
-async def qna_query(body: MessageIn, org_id: OrgDep, services: ServicesDep) -> dict[str, Any]:
+async def qna_query(body: MessageIn, org_id: ChatOrg, services: ServicesDep) -> dict[str, Any]:
     question = check_message(body, services)
     try:
         return await services.chat.ask_kb(org_id, question)

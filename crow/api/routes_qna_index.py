@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
 
-from crow.api.deps import OrgDep, ServicesDep
+from crow.api.deps import EditorOrg, OrgDep, SearchOrg, ServicesDep
 from crow.api.errors import ApiError
 from crow.api.routes_search import run_search
 from crow.indexing import texts_for
@@ -37,7 +37,7 @@ class ReindexIn(BaseModel):
 
 @router.get("/search", summary="Semantic search of the organization's knowledge base")
 async def qna_search(
-    org_id: OrgDep,
+    org_id: SearchOrg,
     services: ServicesDep,
     query: Annotated[str, Query(min_length=1, max_length=500)],
     top_k: Annotated[int, Query(alias="topK", ge=1, le=50)] = 5,
@@ -49,7 +49,7 @@ async def qna_search(
 
 
 @router.post("/index", status_code=201, summary="Index one document now")
-async def qna_index(doc: DocumentIn, org_id: OrgDep, services: ServicesDep) -> dict[str, Any]:
+async def qna_index(doc: DocumentIn, org_id: EditorOrg, services: ServicesDep) -> dict[str, Any]:
     from crow.ids import new_id
 
     row = {**doc.model_dump(), "id": doc.id or new_id("doc"), "updated_at": datetime.now(UTC)}
@@ -68,10 +68,14 @@ async def qna_index(doc: DocumentIn, org_id: OrgDep, services: ServicesDep) -> d
 
 @router.post("/reindex", status_code=202, summary="Submit a reindex job")
 async def qna_reindex(
-    org_id: OrgDep, services: ServicesDep, body: ReindexIn | None = None
+    org_id: EditorOrg, services: ServicesDep, body: ReindexIn | None = None
 ) -> dict[str, Any]:
     body = body or ReindexIn()
     job = await services.indexer.submit(org_id, list(body.collections), body.mode == "full")
+    if job.pop("already_running", False):
+        raise ApiError(409, "reindex_running",
+                       f"reindex job {job['id']} of {', '.join(job['collections'])} is running; "
+                       "poll it, then submit again", [{"job_id": job["id"], "state": job["state"]}])  # fmt: skip
     return job
 
 

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query
 
-from crow.api.deps import OrgDep, ServicesDep, require_path_org
+from crow.api.deps import OrgDep, ServicesDep, require_path_org, search_allowed
 from crow.api.errors import ApiError
 from crow.records import PatternType
 from crow.services import Services
@@ -15,7 +15,7 @@ from crow.timewords import TimeWordError, resolve_range
 from indexes.filters import SearchFilter
 from indexes.store import IndexNotFoundError
 
-router = APIRouter(tags=["search"])
+router = APIRouter(tags=["search"], dependencies=[Depends(search_allowed)])
 PathOrg = Annotated[str, Depends(require_path_org)]
 QueryText = Annotated[str, Query(min_length=1, max_length=500, description="What to look for.")]
 Limit = Annotated[int, Query(ge=1, le=50)]

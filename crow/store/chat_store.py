@@ -15,6 +15,8 @@ from typing import Any, Literal
 
 import duckdb
 
+from crow.auth.keys import Principal, new_key, secret_matches, split_key
+from crow.auth.limiter import TokenBuckets
 from crow.ids import new_id
 from crow.store.migrations import migrate
 
@@ -46,6 +48,7 @@ class ChatStore:
         self._con = duckdb.connect(str(path))
         self._lock = threading.Lock()
         self.applied_migrations = migrate(self._con)
+        self.buckets = TokenBuckets()  # rate limits: this store is the one place that holds them
 
     def close(self) -> None:
         with self._lock:
@@ -84,14 +87,19 @@ class ChatStore:
 
     # --- sessions --------------------------------------------------------------------
     def create_session(
-        self, org_id: str, *, kind: SessionKind = "chat", title: str | None = None
-    ) -> dict[str, Any]:
+        self, org_id: str, *, kind: SessionKind = "chat", title: str | None = None,
+        max_sessions: int | None = None,
+    ) -> dict[str, Any] | None:  # fmt: skip
+        """The new session; None when the org already has `max_sessions` sessions."""
         self.ensure_org(org_id)
         sid, now = new_id("ses"), _now()
-        self._query(
-            "INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?)", [sid, kind, org_id, title, now, now]
-        )
-        return self.get_session(org_id, sid, kind=kind)  # type: ignore[return-value]
+        insert = "INSERT INTO sessions SELECT ?, ?, ?, ?, ?, ?"
+        params: list[Any] = [sid, kind, org_id, title, now, now]
+        if max_sessions is not None:  # counted and inserted in one statement: no race past it
+            insert += " WHERE (SELECT count(*) FROM sessions WHERE org_id = ?) < ?"
+            params += [org_id, max_sessions]
+        self._query(insert, params)
+        return self.get_session(org_id, sid, kind=kind)
 
     def get_session(
         self, org_id: str, session_id: str, *, kind: SessionKind = "chat"
@@ -225,14 +233,30 @@ class ChatStore:
         return [{**r, "created_at": _iso(r["created_at"])} for r in rows]
 
     def create_job_run(
-        self, org_id: str, kind: str, *, job_id: str | None = None
-    ) -> dict[str, Any]:
+        self, org_id: str, kind: str, *, job_id: str | None = None,
+        collections: list[str] | None = None,
+    ) -> dict[str, Any]:  # fmt: skip
+        """A new pending job, or, when a pending or running job of the org already covers one
+        of `collections`, that job with ``already_running: True`` (nothing is created)."""
         jid, now = job_id or new_id("job"), _now()
-        self._query(
-            "INSERT INTO job_runs VALUES (?, ?, ?, 'pending', 0, NULL, NULL, ?, ?)",
-            [jid, org_id, kind, now, now],
-        )
-        return self.get_job_run(org_id, jid)  # type: ignore[return-value]
+        with self._lock:
+            if collections:
+                for row in self._con.execute(
+                    "SELECT id, collections FROM job_runs WHERE org_id = ? AND kind = ? "
+                    "AND state IN ('pending', 'running') ORDER BY created_at", [org_id, kind],
+                ).fetchall():  # fmt: skip
+                    if set(json.loads(row[1] or "[]")) & set(collections):
+                        running = row[0]
+                        break
+                else:
+                    running = None
+                if running is not None:
+                    return {**self._job_run(org_id, running), "already_running": True}  # type: ignore[dict-item]
+            self._con.execute(
+                "INSERT INTO job_runs VALUES (?, ?, ?, 'pending', 0, NULL, NULL, ?, ?, ?)",
+                [jid, org_id, kind, now, now, json.dumps(collections or [])],
+            )
+            return self._job_run(org_id, jid)  # type: ignore[return-value]
 
     def update_job_run(
         self,
@@ -254,11 +278,96 @@ class ChatStore:
         )
 
     def get_job_run(self, org_id: str, job_id: str) -> dict[str, Any] | None:
-        rows = self._query("SELECT * FROM job_runs WHERE id = ? AND org_id = ?", [job_id, org_id])
-        if not rows:
+        with self._lock:
+            return self._job_run(org_id, job_id)
+
+    def _job_run(self, org_id: str, job_id: str) -> dict[str, Any] | None:
+        cur = self._con.execute(
+            "SELECT * FROM job_runs WHERE id = ? AND org_id = ?", [job_id, org_id]
+        )
+        cols = [d[0] for d in cur.description]
+        row = cur.fetchone()
+        if row is None:
             return None
-        r = rows[0]
-        return {**r, "created_at": _iso(r["created_at"]), "updated_at": _iso(r["updated_at"])}
+        r = dict(zip(cols, row, strict=True))
+        return {**r, "collections": json.loads(r["collections"] or "[]"),
+                "created_at": _iso(r["created_at"]), "updated_at": _iso(r["updated_at"])}  # fmt: skip
+
+
+    # --- API keys ----------------------------------------------------------------------
+    def create_api_key(
+        self, org_id: str, role: str, *, name: str | None = None,
+        expires_at: datetime | None = None,
+    ) -> dict[str, Any]:  # fmt: skip
+        """A new key: the record with the key itself under "key" (shown this once only)."""
+        self.ensure_org(org_id)
+        key_id, secret_hash, key = new_key()
+        expires = None if expires_at is None else expires_at.astimezone(UTC).replace(tzinfo=None)
+        self._query(
+            "INSERT INTO api_keys VALUES (?, ?, ?, ?, ?, ?, ?, NULL)",
+            [key_id, org_id, role, name, secret_hash, _now(), expires],
+        )
+        return {**self._api_keys("id = ?", [key_id])[0], "key": key}
+
+    def list_api_keys(self, org_id: str | None = None) -> list[dict[str, Any]]:
+        """The keys of `org_id` (None: of every org), without their secrets."""
+        if org_id is None:
+            return self._api_keys("true", [])
+        return self._api_keys("org_id = ?", [org_id])
+
+    def revoke_api_key(self, key_id: str, *, org_id: str | None = None) -> bool:
+        """Revoke a key (of `org_id` when given); False when there is no such live key."""
+        where, params = "id = ? AND revoked_at IS NULL", [key_id]
+        if org_id is not None:
+            where, params = where + " AND org_id = ?", [*params, org_id]
+        found = self._query(f"SELECT id FROM api_keys WHERE {where}", params)
+        if found:
+            self._query("UPDATE api_keys SET revoked_at = ? WHERE id = ?", [_now(), key_id])
+        return bool(found)
+
+    def authenticate(self, key: str) -> dict[str, Any] | None:
+        """The principal of a live key (crow.auth.keys.Principal as a dict), else None."""
+        parts = split_key(key)
+        if parts is None:
+            return None
+        rows = self._query(
+            "SELECT id, org_id, role, secret_hash FROM api_keys WHERE id = ? "
+            "AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)",
+            [parts[0], _now()],
+        )
+        if not rows or not secret_matches(parts[1], rows[0]["secret_hash"]):
+            return None
+        return Principal(rows[0]["id"], rows[0]["org_id"], rows[0]["role"]).as_dict()
+
+    def _api_keys(self, where: str, params: list[Any]) -> list[dict[str, Any]]:
+        rows = self._query(
+            "SELECT id, org_id, role, name, created_at, expires_at, revoked_at FROM api_keys "
+            f"WHERE {where} ORDER BY org_id, created_at",
+            params,
+        )
+        return [{**r, **{k: _iso(r[k]) for k in ("created_at", "expires_at", "revoked_at")},
+                 "active": r["revoked_at"] is None
+                 and (r["expires_at"] is None or r["expires_at"] > _now())} for r in rows]  # fmt: skip
+
+    # --- limits and usage --------------------------------------------------------------
+    def take_token(self, bucket: str, *, per_minute: float, burst: int) -> float:
+        """Rate limit: 0.0 when the request may go ahead, else the seconds to wait."""
+        return self.buckets.take(bucket, per_minute=per_minute, burst=burst)
+
+    def add_usage(self, org_id: str, tokens: int) -> None:
+        """Count model tokens spent by `org_id` today (UTC)."""
+        if tokens > 0:
+            self._query(
+                "INSERT INTO token_usage VALUES (?, ?, ?) "
+                "ON CONFLICT DO UPDATE SET tokens = token_usage.tokens + excluded.tokens",
+                [org_id, _now().date(), tokens],
+            )
+
+    def usage_today(self, org_id: str) -> int:
+        rows = self._query(
+            "SELECT tokens FROM token_usage WHERE org_id = ? AND day = ?", [org_id, _now().date()]
+        )
+        return rows[0]["tokens"] if rows else 0
 
 
 _MESSAGE_COLUMNS = "id, session_id, seq, role, content, sources, tool_steps, timings, created_at"

@@ -88,7 +88,39 @@ def m002_indexes_and_jobs(con: duckdb.DuckDBPyConnection) -> None:
     )
 
 
-MIGRATIONS: list[Migration] = [m001_core, m002_indexes_and_jobs]
+def m003_keys_and_usage(con: duckdb.DuckDBPyConnection) -> None:
+    # API keys: the secret only as its SHA-256 (crow.auth.keys); `id` is the key's public part.
+    con.execute(
+        """
+        CREATE TABLE api_keys (
+            id VARCHAR PRIMARY KEY,
+            org_id VARCHAR NOT NULL,
+            role VARCHAR NOT NULL CHECK (role IN ('reader', 'editor', 'admin')),
+            name VARCHAR,
+            secret_hash VARCHAR NOT NULL,
+            created_at TIMESTAMP NOT NULL,
+            expires_at TIMESTAMP,
+            revoked_at TIMESTAMP
+        )
+        """
+    )
+    con.execute("CREATE INDEX api_keys_org ON api_keys (org_id)")
+    # The collections a job reindexes: one running job per organization and collection.
+    con.execute("ALTER TABLE job_runs ADD COLUMN collections VARCHAR")
+    # Model tokens spent per organization and UTC day (the daily quota).
+    con.execute(
+        """
+        CREATE TABLE token_usage (
+            org_id VARCHAR NOT NULL,
+            day DATE NOT NULL,
+            tokens BIGINT NOT NULL,
+            PRIMARY KEY (org_id, day)
+        )
+        """
+    )
+
+
+MIGRATIONS: list[Migration] = [m001_core, m002_indexes_and_jobs, m003_keys_and_usage]
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
