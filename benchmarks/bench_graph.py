@@ -11,6 +11,10 @@ the LLM deployment's response cache is off so every request reaches the model.
     request; the model takes no time, so what is measured is the app's own work.
 (b) **Load**: the model sleeps a fixed time per call; at each concurrency, that many clients
     (one session each) ask the mixed questions back to back for a fixed duration.
+
+The graph's requests carry an editor API key of the org (made in the app's chat store before
+it starts) and the app runs with rate limits far above the load (``QUOTAS``), so the limiter
+never answers 429: every request still pays for its key check and rate bookkeeping.
 """
 
 from __future__ import annotations
@@ -32,6 +36,9 @@ from benchmarks.scripted_model import LATENCY_FILE_ENV, bench_model, set_latency
 
 FACTORY = "benchmarks.scripted_model:bench_model"
 MESSAGES = "/api/v1/chat/sessions"
+# Per-key rate limits (settings.quotas) far above what the load sends: throughput, not 429s.
+QUOTAS = {"chat_per_minute": 1e6, "chat_burst": 100_000, "search_per_minute": 1e6,
+          "search_burst": 100_000}  # fmt: skip
 
 
 def bench_graph(
@@ -42,27 +49,46 @@ def bench_graph(
     """``direct``: the in-process path (its settings name the data and indexes both use)."""
     from deployments.local_app import serve_config_app
 
-    shutil.rmtree(work / "graph-var", ignore_errors=True)  # the app's chat DB of a last run
+    var = work / "graph-var"
+    shutil.rmtree(var, ignore_errors=True)  # the app's chat DB of a last run
     latency_file = work / "model_latency_ms"
     set_latency_ms(latency_file, 0)
     s = direct.settings
     llm = {"backend": "custom", "factory": FACTORY, "cache_entries": 0}
-    out: dict[str, Any] = {"model": f"{FACTORY} (scripted; response cache off)"}
+    out: dict[str, Any] = {"model": f"{FACTORY} (scripted; response cache off)",
+                           "rate_limits": QUOTAS}  # fmt: skip
+    headers = api_key_headers(var, org_id)  # before the app starts: one writer once it runs
     with _env(LATENCY_FILE_ENV, str(latency_file)):
         direct.preload(org_id)
         chat = direct.chat(bench_model())
         started = time.perf_counter()
-        with serve_config_app(work / "graph-var", None, llm=llm, data_root=str(s.data_dir.resolve()),
+        with serve_config_app(var, None, llm=llm, quotas=QUOTAS, data_root=str(s.data_dir.resolve()),
                               index_root=str(s.index_dir.resolve())) as url:  # fmt: skip
             out["app_start_s"] = round(time.perf_counter() - started, 1)
-            out["overhead"] = asyncio.run(_overhead(chat, direct, url, org_id, rounds, progress))
+            out["overhead"] = asyncio.run(
+                _overhead(chat, direct, url, headers, org_id, rounds, progress)
+            )
             set_latency_ms(latency_file, model_latency_ms)
             out["load"] = {
                 "model_latency_ms": model_latency_ms, "duration_s": duration_s,
                 "questions": "greeting, single-tool and multi-tool questions in turn",
-                "levels": [asyncio.run(_level(url, org_id, c, duration_s, progress)) for c in levels],
+                "levels": [asyncio.run(_level(url, headers, c, duration_s, progress)) for c in levels],
             }  # fmt: skip
     return out
+
+
+def api_key_headers(var: Path, org_id: str) -> dict[str, str]:
+    """Request headers with a new editor key of `org_id`, written to `var`'s chat store (call
+    it before the app starts there: the store file has one writer once the app runs)."""
+    from crow.settings import AppSettings
+    from crow.store.chat_store import ChatStore
+
+    store = ChatStore(AppSettings.from_args({"var_dir": str(var)}).chat_db_path)
+    try:
+        key = store.create_api_key(org_id, "editor", name="bench")["key"]
+    finally:
+        store.close()
+    return {"Authorization": f"Bearer {key}", "X-Organization-Id": org_id}
 
 
 @contextlib.contextmanager
@@ -78,11 +104,11 @@ def _env(name: str, value: str) -> Iterator[None]:
             os.environ[name] = old
 
 
-def _client(url: str, org_id: str, connections: int):
+def _client(url: str, headers: dict[str, str], connections: int):
     import httpx
 
     return httpx.AsyncClient(
-        base_url=url, headers={"X-Organization-Id": org_id},
+        base_url=url, headers=headers,
         limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
         timeout=httpx.Timeout(120.0, connect=10.0),
     )  # fmt: skip
@@ -96,15 +122,16 @@ async def _ask(http, session_id: str, question: str) -> None:
 
 # -- (a) overhead ---------------------------------------------------------------------------
 async def _overhead(
-    chat, direct: InProcessApp, url: str, org_id: str, rounds: int, progress: bool
-) -> dict[str, Any]:
+    chat, direct: InProcessApp, url: str, headers: dict[str, str], org_id: str, rounds: int,
+    progress: bool,
+) -> dict[str, Any]:  # fmt: skip
     from tqdm import tqdm
 
     plan = all_questions()
     times: dict[str, dict[str, list[float]]] = {
         path: {kind: [] for kind in QUESTION_TYPES} for path in ("direct", "graph")
     }
-    async with _client(url, org_id, 1) as http:
+    async with _client(url, headers, 1) as http:
         graph_sid = {k: (await http.post(MESSAGES)).json()["id"] for k in QUESTION_TYPES}
         direct_sid = {k: direct.store.create_session(org_id)["id"] for k in QUESTION_TYPES}
 
@@ -160,13 +187,13 @@ def _stats(values: list[float]) -> dict[str, float]:
 
 # -- (b) load -------------------------------------------------------------------------------
 async def _level(
-    url: str, org_id: str, concurrency: int, duration_s: float, progress: bool
+    url: str, headers: dict[str, str], concurrency: int, duration_s: float, progress: bool
 ) -> dict[str, Any]:
     from tqdm import tqdm
 
     latencies: list[float] = []
     errors: list[str] = []
-    async with _client(url, org_id, concurrency) as http:
+    async with _client(url, headers, concurrency) as http:
         sids = [(await http.post(MESSAGES)).json()["id"] for _ in range(concurrency)]
         pool = all_questions()
         started = time.perf_counter()

@@ -1,18 +1,23 @@
 """Time to the first answer token as the dashboard sees it, through a running app.
 
-    python -m benchmarks.first_token [--url http://127.0.0.1:8000] [--org acme-outdoor] [--out F]
+    python -m benchmarks.first_token [--url http://127.0.0.1:8000] [--org acme-outdoor]
+                                     [--key KEY] [--out F]
 
 Asks each question in a new chat session over the streaming route the dashboard uses
 (POST /api/v1/chat/sessions/{id}/messages/stream) and records, per question, the seconds to
 the first `text_delta` event, to `done`, and the number of `text_delta` events. The first
 question of the run also pays for a cold model (nothing of the prompt cached); it is reported
 apart from the rest. Writes JSON (default var/bench/first_token.json).
+
+The API wants a key of the org: --key, else $ASK_CROW_API_KEY, else the org's newest key in
+var/demo-keys.txt (the demo keys `make run` writes).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import time
 from datetime import UTC, datetime
@@ -32,14 +37,36 @@ QUESTIONS = [
 ]
 
 
+KEY_ENV = "ASK_CROW_API_KEY"
+DEMO_KEYS = Path("var/demo-keys.txt")  # "<org>  <key>  <url>" per line (jobs.keys demo)
+
+
+def api_key(org: str, given: str | None, demo_keys: Path = DEMO_KEYS) -> str:
+    """The key to send: `given`, else $ASK_CROW_API_KEY, else `org`'s last demo key."""
+    if key := given or os.environ.get(KEY_ENV):
+        return key
+    if demo_keys.is_file():
+        keys = [fields[1] for line in demo_keys.read_text().splitlines()
+                if len(fields := line.split()) >= 2 and fields[0] == org]  # fmt: skip
+        if keys:
+            return keys[-1]
+    raise SystemExit(f"no API key for {org}: pass --key, set {KEY_ENV}, or run `make run` "
+                     f"(it writes {demo_keys})")  # fmt: skip
+
+
 def ask(client: httpx.Client, org: str, question: str) -> dict[str, Any]:
-    headers = {"X-Organization-Id": org}
-    session = client.post("/api/v1/chat/sessions", headers=headers).json()["id"]
+    headers = {"X-Organization-Id": org}  # the key is the client's (Authorization)
+    created = client.post("/api/v1/chat/sessions", headers=headers)
+    created.raise_for_status()  # 401: no such key; 403: a key of another org
+    session = created.json()["id"]
     started = time.perf_counter()
     first: float | None = None
     deltas, event, error = 0, "", None
     url = f"/api/v1/chat/sessions/{session}/messages/stream"
     with client.stream("POST", url, headers=headers, json={"content": question}) as response:
+        if response.status_code != 200:  # e.g. 429 rate_limited: the error shape, no events
+            response.read()
+            error = response.json().get("error")
         for line in response.iter_lines():
             if line.startswith("event: "):
                 event = line[7:]
@@ -57,10 +84,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", default="http://127.0.0.1:8000")
     parser.add_argument("--org", default="acme-outdoor")
+    parser.add_argument("--key", help=f"an API key of the org (default: ${KEY_ENV}, or "
+                        f"the org's key in {DEMO_KEYS})")  # fmt: skip
     parser.add_argument("--label", default="", help="what is being measured (e.g. a commit)")
     parser.add_argument("--out", type=Path, default=Path("var/bench/first_token.json"))
     args = parser.parse_args(argv)
-    with httpx.Client(base_url=args.url, timeout=600) as client:
+    auth = {"Authorization": f"Bearer {api_key(args.org, args.key)}"}
+    with httpx.Client(base_url=args.url, headers=auth, timeout=600) as client:
         rows = []
         for question in QUESTIONS:
             rows.append(ask(client, args.org, question))

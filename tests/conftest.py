@@ -74,10 +74,22 @@ def hb(store: ChatStore) -> dict[str, str]:
     return key_headers(store, ORG_B)
 
 
+class OrgClient(TestClient):
+    """The app's test client with an editor key of each test org: ``as_org(org)``."""
+
+    keys: dict[str, dict[str, str]]
+
+    def as_org(self, org: str) -> dict[str, str]:
+        return self.keys[org]
+
+
 @pytest.fixture
-def client(settings: AppSettings, lake: DataLake, store: ChatStore) -> Iterator[TestClient]:
+def client(
+    settings: AppSettings, lake: DataLake, store: ChatStore, ha: dict, hb: dict
+) -> Iterator[OrgClient]:
     app = create_app(Services(settings=settings, lake=lake, store=ThreadProxy(store)))
-    with TestClient(app, raise_server_exceptions=False) as c:
+    with OrgClient(app, raise_server_exceptions=False) as c:
+        c.keys = {ORG_A: ha, ORG_B: hb}
         yield c
 
 

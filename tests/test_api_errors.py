@@ -1,4 +1,4 @@
-"""Every non-2xx answer has the one error shape; the org header is checked on org routes."""
+"""Every non-2xx answer has the one error shape (the key and org checks: tests/test_auth.py)."""
 
 from fastapi.testclient import TestClient
 
@@ -15,36 +15,20 @@ def test_health_docs_and_openapi(client):
     assert INGEST.replace("products", "{collection}") in client.get("/openapi.json").json()["paths"]
 
 
-def test_missing_org_header_is_400(client):
-    assert_error(client.post(INGEST, content=b"{}"), 400, "missing_organization")
-    assert_error(client.post(INGEST, content=b"{}", headers={"X-Organization-Id": ""}), 400,
-                 "missing_organization")  # fmt: skip
+def test_unknown_route_and_wrong_method(client, ha):
+    assert_error(client.get("/api/v1/nothing-here", headers=ha), 404, "not_found")
+    assert_error(client.get(INGEST, headers=ha), 405, "method_not_allowed")
 
 
-def test_unknown_or_malformed_org_is_404_without_telling_which(client):
-    unknown = assert_error(client.post(INGEST, headers={"X-Organization-Id": "globex"}), 404,
-                           "organization_not_found")  # fmt: skip
-    weird = assert_error(client.post(INGEST, headers={"X-Organization-Id": "../acme-outdoor"}), 404,
-                         "organization_not_found")  # fmt: skip
-    assert unknown == weird
-
-
-def test_unknown_route_and_wrong_method(client):
-    assert_error(client.get("/api/v1/nothing-here"), 404, "not_found")
-    assert_error(client.get(INGEST, headers={"X-Organization-Id": "acme-outdoor"}), 405,
-                 "method_not_allowed")  # fmt: skip
-
-
-def test_validation_errors_name_the_field(client):
+def test_validation_errors_name_the_field(client, ha):
     error = assert_error(
-        client.post(INGEST, params={"mode": "merge"}, headers={"X-Organization-Id": "acme-outdoor"}),
-        422, "invalid_request",
-    )  # fmt: skip
+        client.post(INGEST, params={"mode": "merge"}, headers=ha), 422, "invalid_request"
+    )
     assert error["details"][0]["field"] == "query mode"
     assert "query mode" in error["message"]
 
 
-def test_unexpected_errors_are_500_with_the_shape_and_no_internals(settings, lake, store):
+def test_unexpected_errors_are_500_with_the_shape_and_no_internals(settings, lake, store, ha):
     from crow.services import Services, ThreadProxy
 
     app = create_app(Services(settings=settings, lake=lake, store=ThreadProxy(store)))
@@ -54,13 +38,8 @@ def test_unexpected_errors_are_500_with_the_shape_and_no_internals(settings, lak
         raise RuntimeError("secret internals")
 
     with TestClient(app, raise_server_exceptions=False) as c:
-        error = assert_error(c.get("/boom"), 500, "internal_error")
+        error = assert_error(c.get("/boom", headers=ha), 500, "internal_error")
     assert "secret" not in error["message"]
-
-
-def test_organizations_are_listed(client):
-    orgs = client.get("/api/v1/organizations").json()["organizations"]
-    assert [o["id"] for o in orgs] == ["acme-outdoor", "fresh-mart"]
 
 
 def test_ready_names_the_dependency_that_does_not_answer(settings, lake, store):

@@ -12,7 +12,6 @@ from crow.agent.loop import Agent
 from crow.api.app import create_app
 from crow.chat import ChatService, ChatServices
 from crow.services import Services, ThreadProxy
-from crow.store.chat_store import ChatStore
 from models.errors import ModelTimeout, ModelUnavailable
 from models.messages import AssistantTurn, ToolCall
 from models.testing import ScriptedChatModel
@@ -20,7 +19,6 @@ from tests.conftest import assert_error
 from tests.demo_env import build_demo_env
 
 A, B = "acme-outdoor", "fresh-mart"
-HA, HB = {"X-Organization-Id": A}, {"X-Organization-Id": B}
 BASE = "/api/v1/chat/sessions"
 
 
@@ -30,157 +28,155 @@ def demo(tmp_path_factory):
 
 
 @pytest.fixture
-def app(demo, tmp_path):
-    store = ChatStore(tmp_path / "chat.duckdb")
+def app(demo, store):
     model = ScriptedChatModel()
     services = demo.services(store, model)
     with TestClient(create_app(services), raise_server_exceptions=False) as client:
         yield client, model, store
-    store.close()
 
 
-def new_session(client, headers=HA) -> str:
+def new_session(client, headers) -> str:
     r = client.post(BASE, headers=headers)
     assert r.status_code == 201, r.text
     return r.json()["id"]
 
 
-def test_send_answers_with_sources_steps_and_timings(app):
+def test_send_answers_with_sources_steps_and_timings(app, ha):
     client, model, _ = app
-    sid = new_session(client)
+    sid = new_session(client, ha)
     model.add(AssistantTurn(tool_calls=(ToolCall(id="c", name="search_products", arguments={"sort": "popularity", "limit": 3}),)),
               lambda messages, tools, params: AssistantTurn(text="Top three: " + ", ".join(
                   p["title"] for p in json.loads(messages[-1].content)["products"])))  # fmt: skip
     r = client.post(
-        f"{BASE}/{sid}/messages", json={"content": "What are our top products?"}, headers=HA
+        f"{BASE}/{sid}/messages", json={"content": "What are our top products?"}, headers=ha
     )
     assert r.status_code == 200, r.text
     msg = r.json()
     assert msg["role"] == "assistant" and [s["type"] for s in msg["sources"]] == ["product"] * 3
     assert msg["content"].splitlines()[-1].startswith('[3] Product: "')
     assert msg["tool_steps"][0]["name"] == "search_products" and msg["timings"]["total_s"] >= 0
-    session = client.get(f"{BASE}/{sid}", headers=HA).json()
+    session = client.get(f"{BASE}/{sid}", headers=ha).json()
     assert session["title"] == "What are our top products?" and session["message_count"] == 2
 
 
-def test_title_is_first_six_words_at_most_40_chars(app):
+def test_title_is_first_six_words_at_most_40_chars(app, ha):
     client, model, _ = app
-    sid = new_session(client)
+    sid = new_session(client, ha)
     model.add(AssistantTurn(text="Hello!"))
     client.post(
         f"{BASE}/{sid}/messages",
         json={"content": "hello there could you please tell me everything"},
-        headers=HA,
+        headers=ha,
     )
     assert (
-        client.get(f"{BASE}/{sid}", headers=HA).json()["title"]
+        client.get(f"{BASE}/{sid}", headers=ha).json()["title"]
         == "hello there could you please tell"
     )
 
 
-def test_org_scoping_and_unknown_sessions(app):
+def test_org_scoping_and_unknown_sessions(app, ha, hb):
     client, model, _ = app
-    sid = new_session(client)
+    sid = new_session(client, ha)
     for method, path, body in [("get", f"{BASE}/{sid}", None), ("get", f"{BASE}/{sid}/messages", None),
                                ("delete", f"{BASE}/{sid}", None), ("post", f"{BASE}/{sid}/messages", {"content": "hi"})]:  # fmt: skip
         kwargs = {"json": body} if body else {}
-        assert_error(getattr(client, method)(path, headers=HB, **kwargs), 404, "session_not_found")
-        assert_error(getattr(client, method)(path.replace(sid, "ses_nope"), headers=HA, **kwargs), 404,
+        assert_error(getattr(client, method)(path, headers=hb, **kwargs), 404, "session_not_found")
+        assert_error(getattr(client, method)(path.replace(sid, "ses_nope"), headers=ha, **kwargs), 404,
                      "session_not_found")  # fmt: skip
-        assert_error(getattr(client, method)(path, **kwargs), 400, "missing_organization")
-    assert_error(client.get(f"{BASE}/organization/{B}", headers=HA), 404, "organization_not_found")
-    assert client.get(f"{BASE}/{sid}", headers=HA).status_code == 200  # untouched by B's attempts
+        assert_error(getattr(client, method)(path, **kwargs), 401, "unauthorized")
+    assert_error(client.get(f"{BASE}/organization/{B}", headers=ha), 403, "wrong_organization")
+    assert client.get(f"{BASE}/{sid}", headers=ha).status_code == 200  # untouched by B's attempts
     model.assert_complete()
 
 
-def test_empty_and_oversized_messages(app):
+def test_empty_and_oversized_messages(app, ha):
     client, _, store = app
-    sid = new_session(client)
+    sid = new_session(client, ha)
     assert_error(
-        client.post(f"{BASE}/{sid}/messages", json={"content": "   "}, headers=HA),
+        client.post(f"{BASE}/{sid}/messages", json={"content": "   "}, headers=ha),
         422,
         "invalid_request",
     )
-    assert_error(client.post(f"{BASE}/{sid}/messages", json={}, headers=HA), 422, "invalid_request")
-    assert_error(client.post(f"{BASE}/{sid}/messages", json={"content": "x" * 4001}, headers=HA), 413,
+    assert_error(client.post(f"{BASE}/{sid}/messages", json={}, headers=ha), 422, "invalid_request")
+    assert_error(client.post(f"{BASE}/{sid}/messages", json={"content": "x" * 4001}, headers=ha), 413,
                  "payload_too_large")  # fmt: skip
     assert_error(client.post(f"{BASE}/{sid}/messages", content=b'{"content": "' + b"x" * 300_000 + b'"}',
-                             headers={**HA, "Content-Type": "application/json"}), 413, "payload_too_large")  # fmt: skip
+                             headers={**ha, "Content-Type": "application/json"}), 413, "payload_too_large")  # fmt: skip
     assert store.list_messages(A, sid) == []
 
 
-def test_history_pagination_boundaries(app):
+def test_history_pagination_boundaries(app, ha):
     client, _, store = app
-    sid = new_session(client)
+    sid = new_session(client, ha)
     for i in range(5):
         store.add_message(A, sid, "user", f"m{i}")
-    page = client.get(f"{BASE}/{sid}/messages", params={"limit": 2}, headers=HA).json()
+    page = client.get(f"{BASE}/{sid}/messages", params={"limit": 2}, headers=ha).json()
     assert [m["content"] for m in page["messages"]] == ["m3", "m4"] and page["has_more"]
     page = client.get(
-        f"{BASE}/{sid}/messages", params={"limit": 2, "before": page["next_before"]}, headers=HA
+        f"{BASE}/{sid}/messages", params={"limit": 2, "before": page["next_before"]}, headers=ha
     ).json()
     assert [m["content"] for m in page["messages"]] == ["m1", "m2"]
-    page = client.get(f"{BASE}/{sid}/messages", params={"limit": 2, "before": 2}, headers=HA).json()
+    page = client.get(f"{BASE}/{sid}/messages", params={"limit": 2, "before": 2}, headers=ha).json()
     assert [m["content"] for m in page["messages"]] == ["m0"] and not page["has_more"]
     assert (
-        client.get(f"{BASE}/{sid}/messages", params={"limit": 5}, headers=HA).json()["has_more"]
+        client.get(f"{BASE}/{sid}/messages", params={"limit": 5}, headers=ha).json()["has_more"]
         is False
     )
     assert_error(
-        client.get(f"{BASE}/{sid}/messages", params={"limit": 0}, headers=HA),
+        client.get(f"{BASE}/{sid}/messages", params={"limit": 0}, headers=ha),
         422,
         "invalid_request",
     )
     assert_error(
-        client.get(f"{BASE}/{sid}/messages", params={"before": 0}, headers=HA),
+        client.get(f"{BASE}/{sid}/messages", params={"before": 0}, headers=ha),
         422,
         "invalid_request",
     )
 
 
-def test_org_sessions_newest_first_paginated(app):
+def test_org_sessions_newest_first_paginated(app, ha, hb):
     client, _, store = app
-    ids = [new_session(client) for _ in range(3)]
+    ids = [new_session(client, ha) for _ in range(3)]
     store.add_message(A, ids[0], "user", "bump")
-    page = client.get(f"{BASE}/organization/{A}", params={"limit": 2}, headers=HA).json()
+    page = client.get(f"{BASE}/organization/{A}", params={"limit": 2}, headers=ha).json()
     assert page["total"] == 3 and page["sessions"][0]["id"] == ids[0]
     rest = client.get(
-        f"{BASE}/organization/{A}", params={"limit": 2, "offset": 2}, headers=HA
+        f"{BASE}/organization/{A}", params={"limit": 2, "offset": 2}, headers=ha
     ).json()
     assert len(rest["sessions"]) == 1
-    assert client.get(f"{BASE}/organization/{B}", headers=HB).json()["total"] == 0
+    assert client.get(f"{BASE}/organization/{B}", headers=hb).json()["total"] == 0
 
 
-def test_delete_removes_the_session_and_its_messages(app):
+def test_delete_removes_the_session_and_its_messages(app, ha):
     client, _, store = app
-    sid = new_session(client)
+    sid = new_session(client, ha)
     store.add_message(A, sid, "user", "to be deleted")
-    assert client.delete(f"{BASE}/{sid}", headers=HA).status_code == 204
-    assert_error(client.get(f"{BASE}/{sid}/messages", headers=HA), 404, "session_not_found")
+    assert client.delete(f"{BASE}/{sid}", headers=ha).status_code == 204
+    assert_error(client.get(f"{BASE}/{sid}/messages", headers=ha), 404, "session_not_found")
     assert (
         store._query("SELECT count(*) AS n FROM messages WHERE session_id = ?", [sid])[0]["n"] == 0
     )
 
 
-def test_model_failure_is_503_and_keeps_the_question(app):
+def test_model_failure_is_503_and_keeps_the_question(app, ha):
     client, model, store = app
-    sid = new_session(client)
+    sid = new_session(client, ha)
     model.add(ModelUnavailable("no model"), ModelUnavailable("still none"))
-    assert_error(client.post(f"{BASE}/{sid}/messages", json={"content": "How many?"}, headers=HA), 503,
+    assert_error(client.post(f"{BASE}/{sid}/messages", json={"content": "How many?"}, headers=ha), 503,
                  "model_unavailable")  # fmt: skip
     model.add(ModelTimeout("slow"), ModelTimeout("slow"))
-    assert_error(client.post(f"{BASE}/{sid}/messages", json={"content": "How many?"}, headers=HA), 504,
+    assert_error(client.post(f"{BASE}/{sid}/messages", json={"content": "How many?"}, headers=ha), 504,
                  "model_timeout")  # fmt: skip
     assert [m["role"] for m in store.list_messages(A, sid)] == ["user", "user"]
 
 
-def test_streaming_send_emits_tool_steps_then_answer(app):
+def test_streaming_send_emits_tool_steps_then_answer(app, ha):
     client, model, _ = app
-    sid = new_session(client)
+    sid = new_session(client, ha)
     model.add(AssistantTurn(tool_calls=(ToolCall(id="c", name="get_interaction_summary", arguments={}),)),
               AssistantTurn(text="You have 3,000 interactions."))  # fmt: skip
     with client.stream("POST", f"{BASE}/{sid}/messages/stream", json={"content": "How many interactions?"},
-                       headers=HA) as r:  # fmt: skip
+                       headers=ha) as r:  # fmt: skip
         assert r.headers["content-type"].startswith("text/event-stream")
         events = [
             line.removeprefix("event: ") for line in r.iter_lines() if line.startswith("event: ")
@@ -195,19 +191,19 @@ def test_streaming_send_emits_tool_steps_then_answer(app):
     ]
 
 
-def test_retry_with_the_same_message_id_is_answered_once(app):
+def test_retry_with_the_same_message_id_is_answered_once(app, ha):
     client, model, store = app
-    sid = new_session(client)
+    sid = new_session(client, ha)
     model.add(AssistantTurn(text="Hi!"))
     body = {"content": "Hello", "message_id": "client-1"}
-    first = client.post(f"{BASE}/{sid}/messages", json=body, headers=HA)
-    again = client.post(f"{BASE}/{sid}/messages", json=body, headers=HA)
+    first = client.post(f"{BASE}/{sid}/messages", json=body, headers=ha)
+    again = client.post(f"{BASE}/{sid}/messages", json=body, headers=ha)
     assert again.status_code == 200 and again.json() == first.json()  # the stored answer
     assert [m["role"] for m in store.list_messages(A, sid)] == ["user", "assistant"]
     model.assert_complete()  # the retry did not run the model again
 
 
-def test_qna_answers_from_the_knowledge_base_with_footnotes(app):
+def test_qna_answers_from_the_knowledge_base_with_footnotes(app, ha, hb):
     client, model, _ = app
 
     def answer_from_docs(messages, tools, params):
@@ -216,31 +212,31 @@ def test_qna_answers_from_the_knowledge_base_with_footnotes(app):
         return AssistantTurn(text=f"Per {first[1]} ({first[2]}): it depends.")
 
     model.add(answer_from_docs, answer_from_docs)
-    r = client.post("/api/v1/qna/query", json={"content": "return policy"}, headers=HA)
+    r = client.post("/api/v1/qna/query", json={"content": "return policy"}, headers=ha)
     assert r.status_code == 200, r.text
     title, kind = re.search(r"Per (.+) \((\w+)\):", r.json()["content"]).groups()
     assert r.json()["content"].endswith(f'[1] Org context: "{title}" ({kind})')
-    sid = client.post("/api/v1/qna/sessions", headers=HA).json()["id"]
+    sid = client.post("/api/v1/qna/sessions", headers=ha).json()["id"]
     r = client.post(
         f"/api/v1/qna/sessions/{sid}/messages",
         json={"content": "return policy"},
-        headers=HA,
+        headers=ha,
     )
     assert r.json()["sources"][0]["type"] == "org_context"
-    session = client.get(f"/api/v1/qna/sessions/{sid}", headers=HA).json()
+    session = client.get(f"/api/v1/qna/sessions/{sid}", headers=ha).json()
     assert [m["role"] for m in session["messages"]] == ["user", "assistant"]
     # Q&A and chat sessions are separate; other orgs see nothing
-    assert_error(client.get(f"{BASE}/{sid}", headers=HA), 404, "session_not_found")
-    assert_error(client.get(f"/api/v1/qna/sessions/{sid}", headers=HB), 404, "session_not_found")
-    assert_error(client.post(f"/api/v1/qna/sessions/{new_session(client)}/messages", json={"content": "x"},
-                             headers=HA), 404, "session_not_found")  # fmt: skip
-    assert client.get(f"{BASE}/organization/{A}", headers=HA).json()["total"] == 1
+    assert_error(client.get(f"{BASE}/{sid}", headers=ha), 404, "session_not_found")
+    assert_error(client.get(f"/api/v1/qna/sessions/{sid}", headers=hb), 404, "session_not_found")
+    assert_error(client.post(f"/api/v1/qna/sessions/{new_session(client, ha)}/messages", json={"content": "x"},
+                             headers=ha), 404, "session_not_found")  # fmt: skip
+    assert client.get(f"{BASE}/organization/{A}", headers=ha).json()["total"] == 1
 
 
-def test_metrics_record_routes_tools_and_iterations(demo, tmp_path):
+def test_metrics_record_routes_tools_and_iterations(demo, store, ha):
     from crow.metrics import MemoryMetrics
 
-    metrics, store, model = MemoryMetrics(), ChatStore(tmp_path / "m.duckdb"), ScriptedChatModel()
+    metrics, model = MemoryMetrics(), ScriptedChatModel()
     proxies = demo.proxies()
     chat = ChatService(
         ChatServices(store=ThreadProxy(store), org_names={}, **proxies),
@@ -252,10 +248,9 @@ def test_metrics_record_routes_tools_and_iterations(demo, tmp_path):
     model.add(AssistantTurn(tool_calls=(ToolCall(id="c", name="get_interaction_summary", arguments={}),)),
               AssistantTurn(text="3,000."))  # fmt: skip
     with TestClient(create_app(services)) as client:
-        sid = new_session(client)
-        client.post(f"{BASE}/{sid}/messages", json={"content": "How many?"}, headers=HA)
-        client.get(f"{BASE}/ses_missing", headers=HA)
-    store.close()
+        sid = new_session(client, ha)
+        client.post(f"{BASE}/{sid}/messages", json={"content": "How many?"}, headers=ha)
+        client.get(f"{BASE}/ses_missing", headers=ha)
     assert metrics.total("crow_http_requests_total", route="/api/v1/chat/sessions/{session_id}/messages",
                          status="200") == 1  # fmt: skip
     assert (
@@ -268,7 +263,7 @@ def test_metrics_record_routes_tools_and_iterations(demo, tmp_path):
     assert metrics.observations["crow_agent_iterations"] == [2]
 
 
-def test_a_full_queue_is_503_in_the_error_shape(demo, tmp_path):
+def test_a_full_queue_is_503_in_the_error_shape(demo, store, ha):
     from ray.serve.exceptions import BackPressureError
 
     from crow.api.errors import ApiError
@@ -277,7 +272,6 @@ def test_a_full_queue_is_503_in_the_error_shape(demo, tmp_path):
         async def send(self, *args, **kwargs):
             raise BackPressureError(num_queued_requests=64, max_queued_requests=64)
 
-    store = ChatStore(tmp_path / "q.duckdb")
     services = Services(
         settings=demo.settings, lake=demo.lake, store=ThreadProxy(store), chat=Busy()
     )
@@ -285,24 +279,23 @@ def test_a_full_queue_is_503_in_the_error_shape(demo, tmp_path):
         services, extra_errors={BackPressureError: ApiError(503, "overloaded", "busy")}
     )
     with TestClient(app, raise_server_exceptions=False) as client:
-        sid = new_session(client)
+        sid = new_session(client, ha)
         assert_error(
-            client.post(f"{BASE}/{sid}/messages", json={"content": "hi"}, headers=HA),
+            client.post(f"{BASE}/{sid}/messages", json={"content": "hi"}, headers=ha),
             503,
             "overloaded",
         )
-    store.close()
 
 
-def test_client_message_ids_are_scoped_to_their_session(app):
+def test_client_message_ids_are_scoped_to_their_session(app, ha, hb):
     client, model, store = app
     model.add(AssistantTurn(text="One."), AssistantTurn(text="Two."))
-    first, second = new_session(client), new_session(client, HB)
+    first, second = new_session(client, ha), new_session(client, hb)
     a = client.post(
-        f"{BASE}/{first}/messages", json={"content": "Q1", "message_id": "same"}, headers=HA
+        f"{BASE}/{first}/messages", json={"content": "Q1", "message_id": "same"}, headers=ha
     )
     b = client.post(
-        f"{BASE}/{second}/messages", json={"content": "Q2", "message_id": "same"}, headers=HB
+        f"{BASE}/{second}/messages", json={"content": "Q2", "message_id": "same"}, headers=hb
     )
     assert (a.status_code, b.status_code) == (200, 200)
     assert (a.json()["content"], b.json()["content"]) == ("One.", "Two.")

@@ -3,8 +3,10 @@ app served in-process by uvicorn, with a scripted model that answers by the ques
 real tools over the indexed demo data.
 
 One browser for the module; each test opens its own context (fresh storage and clipboard).
-Screenshots of the landing view, an answered chat, an answer streaming in and the sidebar go
-to var/screenshots/.
+The API wants keys: one editor key per organization, made in the chat store before the app
+starts; a test signs the page in with the link `make run` prints (/#key=…), or the key form.
+Screenshots of the landing view, an answered chat, an answer streaming in, the sidebar and the
+key form go to var/screenshots/.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import re
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import httpx
 import pytest
@@ -41,6 +44,7 @@ XSS_BODY = (
     "Quarantine notice: <script>window.__xss=2</script> <img src=x onerror=window.__xss=3> end."
 )
 TIMEOUT_MS = 20_000
+BAD_KEY = "crow_000000000000_" + "x" * 43  # a key's shape, but no such key
 
 
 class QuestionModel:
@@ -124,18 +128,29 @@ class QuestionModel:
         return "Hello! How can I help with your retail data today?"
 
 
+class Site(NamedTuple):
+    url: str
+    model: QuestionModel
+    keys: dict[str, str]  # org -> its editor key
+
+    def headers(self, org: str = A) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.keys[org]}", "X-Organization-Id": org}
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     var = tmp_path_factory.mktemp("var")
     demo = build_demo_env(var, interactions=1500)
     store = ChatStore(var / "chat.duckdb")
+    keys = {org: store.create_api_key(org, "editor", name="e2e")["key"] for org in (A, B)}
     model = QuestionModel()
     services = demo.services(store, model, indexer=True)
     with serve_in_thread(create_app(services), lifespan=True) as url:
-        r = httpx.post(f"{url}/api/v1/qna/index", headers={"X-Organization-Id": A}, timeout=30,
+        site = Site(url, model, keys)
+        r = httpx.post(f"{url}/api/v1/qna/index", headers=site.headers(A), timeout=30,
                        json={"id": "doc-xss", "title": XSS_TITLE, "context_type": "policy", "body": XSS_BODY})  # fmt: skip
         assert r.status_code in (200, 201), r.text
-        yield url, model
+        yield site
     store.close()
 
 
@@ -151,7 +166,7 @@ def browser():
 
 @pytest.fixture
 def page(site, browser):
-    url, model = site
+    url, model = site.url, site.model
     model.gate.set()
     model.delta_delay_s = 0.0
     model.miscount = False
@@ -161,9 +176,11 @@ def page(site, browser):
     )  # fmt: skip
     context.set_default_timeout(TIMEOUT_MS)
     page = context.new_page()
-    page.api_headers = []  # (path, X-Organization-Id) of every API request the page makes
+    # (path, X-Organization-Id, Authorization) of every API request the page makes
+    page.api_headers = []
     page.on("request", lambda r: "/api/v1/" in r.url and page.api_headers.append(
-        (r.url.split("/api/v1/", 1)[1], r.headers.get("x-organization-id"))))  # fmt: skip
+        (r.url.split("/api/v1/", 1)[1], r.headers.get("x-organization-id"),
+         r.headers.get("authorization"))))  # fmt: skip
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     yield page
@@ -178,33 +195,44 @@ def shot(target, name: str) -> None:
     target.screenshot(path=str(SCREENSHOTS / name))
 
 
-def open_home(page, path: str = "/") -> None:
-    page.goto(path)
+def open_home(page, site: Site, path: str = "/", org: str = A) -> None:
+    """Open `path` signed in with `org`'s key, by the link `make run` prints (#key=…)."""
+    page.goto(f"{path}#key={site.keys[org]}")
     expect(page.locator("body[data-ready=true]")).to_have_count(1)
 
 
-def api(site, method: str, path: str, org: str = A, **kw):
-    r = httpx.request(method, site[0] + path, headers={"X-Organization-Id": org}, timeout=30, **kw)
+def api(site: Site, method: str, path: str, org: str = A, **kw):
+    r = httpx.request(method, site.url + path, headers=site.headers(org), timeout=30, **kw)
     assert r.is_success, r.text
     return r.json() if r.content else None
 
 
+def stored_keys(page) -> dict[str, str]:
+    return page.evaluate("JSON.parse(sessionStorage.getItem('crow.keys') || '{}')")
+
+
 def test_page_and_assets_are_served_with_a_strict_policy(site):
-    r = httpx.get(site[0] + "/")
+    r = httpx.get(site.url + "/")
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
     assert "script-src 'self'" in r.headers["content-security-policy"]
     assert '<script type="module" src="/static/app.js">' in r.text
-    for asset, kind in [("app.js", "javascript"), ("markdown.js", "javascript"),
-                        ("style.css", "text/css"), ("crow.svg", "image/svg+xml")]:  # fmt: skip
-        r = httpx.get(f"{site[0]}/static/{asset}")
+    for asset, kind in [("app.js", "javascript"), ("api.js", "javascript"), ("keys.js", "javascript"),
+                        ("markdown.js", "javascript"), ("style.css", "text/css"),
+                        ("crow.svg", "image/svg+xml")]:  # fmt: skip
+        r = httpx.get(f"{site.url}/static/{asset}")
         assert r.status_code == 200 and kind in r.headers["content-type"], asset
-    r = httpx.get(site[0] + "/static/missing.js")
+    r = httpx.get(site.url + "/static/missing.js")
     assert r.status_code == 404 and r.json()["error"]["code"] == "not_found"
+    # the page is public, its data is not: the API wants the key the page asks for
+    r = httpx.get(site.url + "/api/v1/organizations")
+    assert r.status_code == 401 and r.json()["error"]["code"] == "unauthorized"
+    r = httpx.get(site.url + "/api/v1/organizations", headers=site.headers(B))
+    assert [(o["id"], o["name"]) for o in r.json()["organizations"]] == [(B, "Fresh Mart")]
 
 
 def test_suggested_prompt_thinking_answer_sources_copy_history(site, page):
-    _, model = site
-    open_home(page)
+    model = site.model
+    open_home(page, site)
     expect(page.locator("#landing")).to_be_visible()
     expect(page.locator(".suggestion")).to_have_count(7)
     expect(page.locator("#org-select option:checked")).to_have_text("Acme Outdoor")
@@ -268,8 +296,9 @@ def test_suggested_prompt_thinking_answer_sources_copy_history(site, page):
     page.go_forward()
     expect(page.locator("#landing")).to_be_visible()
 
-    org_requests = [(p, o) for p, o in page.api_headers if p != "organizations"]
+    org_requests = [(p, o) for p, o, _ in page.api_headers if p != "organizations"]
     assert org_requests and all(o == A for _, o in org_requests), org_requests
+    assert {a for _, _, a in page.api_headers} == {f"Bearer {site.keys[A]}"}
 
 
 # The answer is partly on the page as markdown (a bold product in a list item, the last
@@ -285,9 +314,9 @@ PARTIAL_ANSWER = """() => {
 
 
 def test_answer_streams_in_as_markdown_then_becomes_the_stored_message(site, page):
-    _, model = site
+    model = site.model
     model.delta_delay_s = 0.3  # the answer arrives two words at a time, 0.3 s apart
-    open_home(page)
+    open_home(page, site)
     page.get_by_role("button", name="What are our top products?", exact=True).click()
     page.wait_for_function(PARTIAL_ANSWER, polling="raf")
     card = page.locator(".msg-assistant.thinking.streaming")
@@ -311,7 +340,7 @@ def test_answer_streams_in_as_markdown_then_becomes_the_stored_message(site, pag
 
 
 def test_keyboard_table_answer_and_phone_width(site, page):
-    open_home(page)
+    open_home(page, site)
     box = page.locator("#input")
     box.fill("How many interactions")
     box.press("Shift+Enter")
@@ -340,9 +369,9 @@ def test_keyboard_table_answer_and_phone_width(site, page):
 def test_a_composed_answer_says_so(site, page):
     """The model states a count no tool returned, twice: the answer shown is composed from
     the data, and the card says so."""
-    _, model = site
+    model = site.model
     model.miscount = True
-    open_home(page)
+    open_home(page, site)
     page.locator("#input").fill("How many interactions do we have?")
     page.locator("#input").press("Enter")
     answer = page.locator(".msg-assistant:not(.thinking)").last
@@ -352,12 +381,24 @@ def test_a_composed_answer_says_so(site, page):
 
 
 def test_org_switch_shows_only_that_orgs_sessions(site, page):
+    """Another organization is another key: added from the picker, then picked like any."""
     mine = api(site, "POST", "/api/v1/chat/sessions", org=B, json={"title": "Fresh produce waste"})
     theirs = api(site, "POST", "/api/v1/chat/sessions", org=A, json={"title": "Tents for winter"})
-    open_home(page, f"/?org={A}")
+    open_home(page, site, f"/?org={A}")
     expect(page.locator(f'.session[data-session-id="{theirs["id"]}"]')).to_be_visible()
-    page.locator("#org-select").select_option(B)
+    picker, signin = page.locator("#org-select"), page.locator("#signin")
+    expect(picker.locator("option")).to_have_text(["Acme Outdoor", "Add a key…"])
+    picker.select_option(label="Add a key…")
+    expect(signin).to_be_visible()
+    signin.get_by_role("button", name="Cancel").click()  # changed my mind: still A
+    expect(page.locator("body[data-ready=true]")).to_have_count(1)
+    expect(picker.locator("option:checked")).to_have_text("Acme Outdoor")
+    expect(page).to_have_url(re.compile(f"org={A}"))
+    picker.select_option(label="Add a key…")
+    signin.get_by_label("API key").fill(site.keys[B])
+    signin.get_by_label("API key").press("Enter")
     expect(page.locator(f'.session[data-session-id="{mine["id"]}"]')).to_be_visible()
+    expect(picker.locator("option")).to_have_text(["Acme Outdoor", "Fresh Mart", "Add a key…"])
     expect(page.locator(f'.session[data-session-id="{theirs["id"]}"]')).to_have_count(0)
     server_b = {
         s["id"]
@@ -372,7 +413,7 @@ def test_org_switch_shows_only_that_orgs_sessions(site, page):
     page.reload()  # the org is kept across reloads (URL) and the session is B's
     expect(page.locator("#org-select option:checked")).to_have_text("Fresh Mart")
     expect(page.locator(".msg-user .bubble")).to_have_text("Tell me about our company")
-    after = [o for p, o in page.api_headers if p != "organizations"]
+    after = [o for p, o, _ in page.api_headers if p != "organizations"]
     assert after[-1] == B and A in after and set(after) == {A, B}
     page.go_back()  # back to B's landing, then across the org switch
     expect(page.locator("#landing")).to_be_visible()
@@ -380,11 +421,91 @@ def test_org_switch_shows_only_that_orgs_sessions(site, page):
     expect(page.locator("#org-select option:checked")).to_have_text("Acme Outdoor")
     expect(page.locator(f'.session[data-session-id="{theirs["id"]}"]')).to_be_visible()
     shot(page.locator("#sidebar"), "sidebar.png")
+    picker.select_option(B)  # both keys kept in the tab: picking B needs no form
+    expect(page.locator(f'.session[data-session-id="{mine["id"]}"]')).to_be_visible()
+    expect(signin).to_be_hidden()
+    assert stored_keys(page) == site.keys
+    # every API request carried a key, and the key of the organization it named
+    bearer = {org: f"Bearer {key}" for org, key in site.keys.items()}
+    for path, org, auth in page.api_headers:
+        assert auth in bearer.values(), (path, org, auth)
+        assert org is None or auth == bearer[org], (path, org, auth)
+    assert {o for p, o, _ in page.api_headers if p.startswith("chat/")} == {A, B}
+
+
+def test_sign_in_with_the_form_or_a_link_and_forget_the_key(site, page):
+    """No key: the form, which shows the server's word on a wrong key. A link's key signs in
+    and leaves the address bar; "Forget key" and a key the server stops taking lead back."""
+    page.goto("/")
+    signin, chat = page.locator("#signin"), page.locator("#app")
+    box = signin.get_by_label("API key")
+    error = signin.get_by_role("alert")
+    expect(signin).to_be_visible()
+    expect(chat).to_be_hidden()
+    expect(box).to_have_attribute("type", "password")
+    expect(box).to_be_focused()
+    expect(signin.get_by_role("button", name="Cancel")).to_be_hidden()  # nowhere to go back to
+    signin.get_by_role("button", name="Sign in").click()
+    expect(error).to_have_text("Enter an API key.")
+    box.fill(BAD_KEY)
+    box.press("Enter")
+    expect(error).to_have_text("the API key is unknown, revoked or expired")
+    expect(box).to_have_attribute("aria-invalid", "true")
+    shot(page, "sign-in.png")
+    assert stored_keys(page) == {}
+
+    # the link `make run` prints (here pasted into the tab that shows the form)
+    listed = api(site, "POST", "/api/v1/chat/sessions", json={"title": "Signed in by a link"})
+    page.goto(f"/#key={site.keys[A]}")
+    expect(page.locator("body[data-ready=true]")).to_have_count(1)
+    expect(page).to_have_url(f"{site.url}/?org={A}")  # the key left the address bar
+    expect(signin).to_be_hidden()
+    expect(page.locator(f'.session[data-session-id="{listed["id"]}"]')).to_be_visible()
+    server_a = {
+        s["id"] for s in api(site, "GET", f"/api/v1/chat/sessions/organization/{A}")["sessions"]
+    }
+    shown = set(page.locator(".session").evaluate_all("els => els.map(e => e.dataset.sessionId)"))
+    assert shown == server_a
+    assert stored_keys(page) == {A: site.keys[A]}
+    assert site.keys[A] not in page.url
+
+    # a link to an organization this tab has no key for asks for its key; Cancel goes back
+    page.goto(f"/?org={B}")
+    expect(signin).to_be_visible()
+    expect(signin.locator("#signin-note")).to_contain_text(B)
+    signin.get_by_role("button", name="Cancel").click()
+    expect(page.locator("body[data-ready=true]")).to_have_count(1)
+    expect(page).to_have_url(f"{site.url}/?org={A}")
+
+    page.get_by_role("button", name="Forget key").click()
+    expect(signin).to_be_visible()
+    expect(signin.locator("#signin-note")).to_contain_text("Forgot the key of Acme Outdoor")
+    assert stored_keys(page) == {}
+    page.reload()  # forgotten for good in this tab
+    expect(signin).to_be_visible()
+    expect(chat).to_be_hidden()
+
+    box.fill(site.keys[B])
+    signin.get_by_role("button", name="Sign in").click()
+    expect(page.locator("body[data-ready=true]")).to_have_count(1)
+    expect(page.locator("#org-select option:checked")).to_have_text("Fresh Mart")
+    expect(page).to_have_url(re.compile(f"org={B}"))
+
+    # the key stops working (revoked, expired): the next call leads back to the form
+    page.evaluate("([org, key]) => sessionStorage.setItem('crow.keys', JSON.stringify({[org]: key}))",
+                  [B, BAD_KEY])  # fmt: skip
+    page.get_by_role("button", name="Tell me about our company", exact=True).click()
+    expect(signin).to_be_visible()
+    expect(error).to_have_text("the API key is unknown, revoked or expired")
+    expect(signin.locator("#signin-note")).to_contain_text("Fresh Mart")
+    assert stored_keys(page) == {}
+    # without a key the page asked only who it may serve (GET organizations, refused)
+    assert {p for p, _, a in page.api_headers if a is None} == {"organizations"}
 
 
 def test_delete_session_with_confirmation(site, page):
     doomed = api(site, "POST", "/api/v1/chat/sessions", json={"title": "Delete me please"})
-    open_home(page, f"/?org={A}&session={doomed['id']}")
+    open_home(page, site, f"/?org={A}&session={doomed['id']}")
     row = page.locator(f'.session[data-session-id="{doomed["id"]}"]')
     expect(row).to_have_class(re.compile("active"))
     row.hover()
@@ -399,17 +520,15 @@ def test_delete_session_with_confirmation(site, page):
     expect(row).to_have_count(0)
     expect(page.locator("#landing")).to_be_visible()
     expect(page).not_to_have_url(re.compile("session="))
-    r = httpx.get(
-        f"{site[0]}/api/v1/chat/sessions/{doomed['id']}", headers={"X-Organization-Id": A}
-    )
+    r = httpx.get(f"{site.url}/api/v1/chat/sessions/{doomed['id']}", headers=site.headers(A))
     assert r.status_code == 404
 
 
 def test_failed_answer_shows_error_and_retry_answers_once(site, page):
-    _, model = site
+    model = site.model
     question = "Is there an outage today?"
     model.outages[question] = 2  # the loop's call and its plain fallback both fail
-    open_home(page)
+    open_home(page, site)
     page.locator("#input").fill(question)
     page.locator("#input").press("Enter")
     error = page.locator(".msg-error")
@@ -427,7 +546,7 @@ def test_failed_answer_shows_error_and_retry_answers_once(site, page):
 
 def test_markup_in_data_and_messages_is_shown_as_text(site, page):
     question = "<img src=x onerror=window.__xss=4> What does the quarantine notice say?"
-    open_home(page)
+    open_home(page, site)
     page.locator("#input").fill(question)
     page.locator("#input").press("Enter")
     answer = page.locator(".msg-assistant:not(.thinking) .markdown")
@@ -469,8 +588,8 @@ RENDER_CHECK = """async (inputs) => {
 }"""
 
 
-def test_markdown_renderer_never_emits_markup_from_its_input(page):
-    open_home(page)
+def test_markdown_renderer_never_emits_markup_from_its_input(site, page):
+    open_home(page, site)
     payloads = [
         '<img src=x onerror="window.__xss=5"> **bold** [1] [9]',
         "[click](javascript:window.__xss=6) [ok](https://example.com/a_b_c) [m](mailto:a@b.c)",

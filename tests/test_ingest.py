@@ -47,7 +47,7 @@ def as_parquet(rows) -> bytes:
 
 
 def post(client, collection, body, *, content_type=None, org=ORG_A, **params):
-    headers = {"X-Organization-Id": org}
+    headers = dict(client.as_org(org))
     if content_type:
         headers["Content-Type"] = content_type
     return client.post(f"/api/v1/ingest/{collection}", content=body, headers=headers, params=params)
@@ -156,9 +156,7 @@ def test_upsert_replaces_by_id_and_replace_swaps_everything(client, lake):
     assert r.json()["rows_total"] == 1
 
 
-def test_upload_size_is_bounded(settings, lake, store):
-    from fastapi.testclient import TestClient
-
+def test_upload_size_is_bounded(settings, lake, store, client):
     from crow.api.app import create_app
     from crow.services import Services, ThreadProxy
     from crow.settings import AppSettings
@@ -167,10 +165,17 @@ def test_upload_size_is_bounded(settings, lake, store):
         {"var_dir": str(settings.var_dir), "limits": {"max_ingest_bytes": 100}}
     )
     app = create_app(Services(settings=small, lake=lake, store=ThreadProxy(store)))
-    with TestClient(app) as c:
+    with type(client)(app) as c:
+        c.keys = client.keys
         assert_error(
             post(c, "products", b"x" * 101, content_type="text/csv"), 413, "payload_too_large"
         )
+        # no declared length (a chunked upload): counted as it streams
+        chunks = (b"x" * 30 for _ in range(4))
+        r = c.post("/api/v1/ingest/products", content=chunks,
+                   headers={**c.as_org(ORG_A), "Content-Type": "text/csv"})  # fmt: skip
+        assert "content-length" not in r.request.headers
+        assert_error(r, 413, "payload_too_large")
     assert lake.count(ORG_A, "products") == 0
 
 

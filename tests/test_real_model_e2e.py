@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import httpx
 import pytest
@@ -14,16 +15,20 @@ from crow.datalake import DataLake
 from crow.indexing import INDEX_COLLECTIONS, build_index
 from indexes.store import IndexStore
 from jobs.seed_demo import main as seed
-from tests.serve_support import serve_config_app
+from tests.serve_support import api_keys, serve_config_app
 
 pytestmark = [pytest.mark.real_model, pytest.mark.serve]
 ROOT = Path(__file__).resolve().parents[1]
 ORG = "acme-outdoor"
-H = {"X-Organization-Id": ORG}
+
+
+class App(NamedTuple):
+    url: str
+    h: dict[str, str]  # ORG's API key as request headers (Authorization, X-Organization-Id)
 
 
 @pytest.fixture(scope="module")
-def app_url(tmp_path_factory):
+def app(tmp_path_factory):
     from models.embedder import SentenceTransformerEmbedder
 
     var = tmp_path_factory.mktemp("var")
@@ -43,61 +48,66 @@ def app_url(tmp_path_factory):
     lake, store = DataLake(var / "data"), IndexStore(var / "indexes")
     for collection in INDEX_COLLECTIONS:
         build_index(lake, store, embedder.embed, ORG, collection, model=embedder.name)
+    headers = api_keys(var, [ORG])[ORG]  # before the app starts on var
     # The real local model of serve_config.yaml; the GGUF assembled once under var/models.
     with serve_config_app(var, None, model_cache=str(ROOT / "var" / "models")) as url:
-        yield url
+        yield App(url, headers)
 
 
-def ask(url: str, question: str, session: str | None = None) -> dict:
-    session = session or httpx.post(f"{url}/api/v1/chat/sessions", headers=H).json()["id"]
-    r = httpx.post(f"{url}/api/v1/chat/sessions/{session}/messages", json={"content": question},
-                   headers=H, timeout=600)  # fmt: skip
+def new_session(app: App) -> str:
+    return httpx.post(f"{app.url}/api/v1/chat/sessions", headers=app.h).json()["id"]
+
+
+def ask(app: App, question: str, session: str | None = None) -> dict:
+    session = session or new_session(app)
+    r = httpx.post(f"{app.url}/api/v1/chat/sessions/{session}/messages",
+                   json={"content": question}, headers=app.h, timeout=600)  # fmt: skip
     assert r.status_code == 200, r.text
     return r.json()
 
 
-def test_count_question_states_the_summary_figure(app_url):
+def test_count_question_states_the_summary_figure(app):
     summary = httpx.get(
-        f"{app_url}/api/v1/interactions/organization/{ORG}/summary", headers=H
+        f"{app.url}/api/v1/interactions/organization/{ORG}/summary", headers=app.h
     ).json()
     started = time.perf_counter()
-    answer = ask(app_url, "How many interactions do we have?")
+    answer = ask(app, "How many interactions do we have?")
     print(f"count answer in {time.perf_counter() - started:.1f}s: {answer['content']!r}")
     assert [s["name"] for s in answer["tool_steps"]][:1] == ["get_interaction_summary"]
     numbers = {int(n.replace(",", "")) for n in re.findall(r"\d[\d,]*", answer["content"])}
     assert summary["total"] in numbers
 
 
-def test_product_question_carries_product_footnotes(app_url):
+def test_product_question_carries_product_footnotes(app):
     started = time.perf_counter()
-    answer = ask(app_url, "Which tents are the most popular?")
+    answer = ask(app, "Which tents are the most popular?")
     print(f"product answer in {time.perf_counter() - started:.1f}s: {answer['content']!r}")
     assert "search_products" in [s["name"] for s in answer["tool_steps"]]
     assert answer["sources"] and {s["type"] for s in answer["sources"]} == {"product"}
     assert re.search(r'^\[1\] Product: ".+"$', answer["content"], re.M)
 
 
-def test_follow_ups_resolve_against_the_earlier_turns(app_url):
+def test_follow_ups_resolve_against_the_earlier_turns(app):
     """The model writes the follow-up's call from the conversation: "the web" after a CCTV
     count is a web count; "those on Instagram" after a search is a social search. (Whether the
     search also keeps the earlier topic is not asserted: the 1.5B kept "rain jackets" in one of
     two runs here and searched "Instagram" in the other.)"""
-    session = httpx.post(f"{app_url}/api/v1/chat/sessions", headers=H).json()["id"]
-    first = ask(app_url, "How many CCTV interactions were recorded?", session)
+    session = new_session(app)
+    first = ask(app, "How many CCTV interactions were recorded?", session)
     assert any(s["arguments"].get("channel") == "cctv" for s in first["tool_steps"])
-    web = ask(app_url, "And how many on the web?", session)
+    web = ask(app, "And how many on the web?", session)
     print("follow-up count:", web["tool_steps"], repr(web["content"]))
     calls = [s for s in web["tool_steps"] if s["name"] == "get_interaction_summary"]
     assert calls and calls[-1]["arguments"].get("channel") == "web"
-    session = httpx.post(f"{app_url}/api/v1/chat/sessions", headers=H).json()["id"]
-    ask(app_url, "Find customer comments about rain jackets.", session)
-    social = ask(app_url, "Which of those were on Instagram?", session)
+    session = new_session(app)
+    ask(app, "Find customer comments about rain jackets.", session)
+    social = ask(app, "Which of those were on Instagram?", session)
     print("follow-up search:", social["tool_steps"], repr(social["content"]))
     searches = [s for s in social["tool_steps"] if s["name"] == "search_interactions"]
     assert searches and searches[-1]["arguments"].get("channel") == "social"
 
 
-def test_dashboard_answers_a_suggested_prompt_with_the_real_model(app_url):
+def test_dashboard_answers_a_suggested_prompt_with_the_real_model(app):
     from playwright.sync_api import expect, sync_playwright
 
     from tests.test_dashboard_e2e import CHROMIUM, CHROMIUM_ARGS, shot
@@ -107,9 +117,10 @@ def test_dashboard_answers_a_suggested_prompt_with_the_real_model(app_url):
             executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
         )
         try:
-            page = browser.new_page(base_url=app_url)
+            page = browser.new_page(base_url=app.url)
             page.set_default_timeout(300_000)
-            page.goto("/")
+            key = app.h["Authorization"].removeprefix("Bearer ")
+            page.goto(f"/#key={key}")  # signed in by the link `make run` prints
             page.locator(".suggestion", has_text="What are our top products?").click()
             expect(page.locator(".thinking")).to_contain_text("CROW is thinking")
             answer = page.locator(".msg-assistant:not(.thinking)").last

@@ -12,11 +12,10 @@ from crow.api.app import create_app
 from crow.indexing import build_index
 from crow.store.chat_store import ChatStore
 from models.testing import ScriptedChatModel
-from tests.conftest import assert_error
+from tests.conftest import assert_error, key_headers
 from tests.demo_env import build_demo_env
 
 A, B = "acme-outdoor", "fresh-mart"
-H = {"X-Organization-Id": A}
 
 
 @pytest.fixture(scope="module")
@@ -25,6 +24,11 @@ def env(tmp_path_factory):
     store = ChatStore(demo.settings.chat_db_path)
     yield demo.settings, demo.lake, store, demo.search, demo.embedder, demo
     store.close()
+
+
+@pytest.fixture(scope="module")
+def key_a(env) -> dict[str, str]:
+    return key_headers(env[2], A)
 
 
 @pytest.fixture(scope="module")
@@ -40,46 +44,46 @@ def ids_of(response) -> list[str]:
     return [r["id"] for r in response.json()["results"]]
 
 
-def test_product_search_carries_interaction_counts_and_sorts_by_popularity(api):
-    r = api.get("/api/v1/products/search", params={"query": "dome tent", "limit": 5}, headers=H)
+def test_product_search_carries_interaction_counts_and_sorts_by_popularity(api, key_a):
+    r = api.get("/api/v1/products/search", params={"query": "dome tent", "limit": 5}, headers=key_a)
     hits = r.json()["results"]
     assert len(hits) == 5 and all(
         "Tent" in h["title"] or "tent" in h["description"] for h in hits[:2]
     )
     assert all(set(h["interactions"]) == {"total", "web", "cctv", "social"} for h in hits)
     top = api.get(
-        "/api/v1/products/search", params={"sort": "popularity", "limit": 3}, headers=H
+        "/api/v1/products/search", params={"sort": "popularity", "limit": 3}, headers=key_a
     ).json()
     totals = [h["interactions"]["total"] for h in top["results"]]
     assert totals == sorted(totals, reverse=True) and totals[0] > 0
 
 
-def test_interaction_search_filters_inside_the_search(api):
-    r = api.get(f"/api/v1/interactions/organization/{A}/search", headers=H,
+def test_interaction_search_filters_inside_the_search(api, key_a):
+    r = api.get(f"/api/v1/interactions/organization/{A}/search", headers=key_a,
                 params={"query": "queue checkout", "channel": "cctv", "since": "last week", "limit": 20})  # fmt: skip
     hits = r.json()["results"]
     assert len(hits) == 20 and {h["channel"] for h in hits} == {"cctv"}
     assert min(h["occurred_at"] for h in hits) >= "2026-11-21"
 
 
-def test_summary_matches_the_data(api, env):
+def test_summary_matches_the_data(api, env, key_a):
     lake = env[1]
-    s = api.get(f"/api/v1/interactions/organization/{A}/summary", headers=H).json()
+    s = api.get(f"/api/v1/interactions/organization/{A}/summary", headers=key_a).json()
     assert s["total"] == lake.count(A, "interactions") == 3000
     web = api.get(
-        f"/api/v1/interactions/organization/{A}/summary", headers=H, params={"channel": "web"}
+        f"/api/v1/interactions/organization/{A}/summary", headers=key_a, params={"channel": "web"}
     )
     assert web.json()["total"] == s["by_channel"]["web"]
 
 
-def test_pattern_search_by_type(api):
-    r = api.get(f"/api/v1/patterns/organization/{A}/search", headers=H,
+def test_pattern_search_by_type(api, key_a):
+    r = api.get(f"/api/v1/patterns/organization/{A}/search", headers=key_a,
                 params={"query": "trend", "type": "anomaly", "limit": 50})  # fmt: skip
     hits = r.json()["results"]
     assert hits and {h["type"] for h in hits} == {"anomaly"}
 
 
-def test_no_route_returns_another_orgs_rows(api, env):
+def test_no_route_returns_another_orgs_rows(api, env, key_a):
     lake = env[1]
     for path, collection, params in [
         ("/api/v1/products/search", "products", {"query": "organic bananas"}),
@@ -95,17 +99,17 @@ def test_no_route_returns_another_orgs_rows(api, env):
             (r["id"], r.get("title") or r.get("text"))
             for r in lake.read_table(A, collection).to_pylist()
         }
-        got = api.get(path, params={**params, "limit": 20}, headers=H).json()["results"]
+        got = api.get(path, params={**params, "limit": 20}, headers=key_a).json()["results"]
         assert got and all((h["id"], h.get("title") or h.get("text")) in own for h in got), path
-    # naming another org in the path or the query is a 404, never its data
-    assert_error(api.get(f"/api/v1/interactions/organization/{B}/search", params={"query": "x"}, headers=H),
-                 404, "organization_not_found")  # fmt: skip
-    assert_error(api.get(f"/api/v1/patterns/organization/{B}/search", params={"query": "x"}, headers=H),
-                 404, "organization_not_found")  # fmt: skip
-    assert_error(api.get(f"/api/v1/interactions/organization/{B}/summary", headers=H), 404,
-                 "organization_not_found")  # fmt: skip
-    assert_error(api.get("/api/v1/qna/search", params={"query": "x", "organizationId": B}, headers=H),
-                 404, "organization_not_found")  # fmt: skip
+    # naming another org in the path or the query is a 403, never its data
+    assert_error(api.get(f"/api/v1/interactions/organization/{B}/search", params={"query": "x"}, headers=key_a),
+                 403, "wrong_organization")  # fmt: skip
+    assert_error(api.get(f"/api/v1/patterns/organization/{B}/search", params={"query": "x"}, headers=key_a),
+                 403, "wrong_organization")  # fmt: skip
+    assert_error(api.get(f"/api/v1/interactions/organization/{B}/summary", headers=key_a), 403,
+                 "wrong_organization")  # fmt: skip
+    assert_error(api.get("/api/v1/qna/search", params={"query": "x", "organizationId": B}, headers=key_a),
+                 403, "wrong_organization")  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -125,35 +129,35 @@ def test_no_route_returns_another_orgs_rows(api, env):
         ("/api/v1/qna/search", {"query": "x", "topK": 500}),
     ],
 )
-def test_bad_parameters_are_422(api, path, params):
-    assert_error(api.get(path, params=params, headers=H), 422, "invalid_request")
+def test_bad_parameters_are_422(api, path, params, key_a):
+    assert_error(api.get(path, params=params, headers=key_a), 422, "invalid_request")
 
 
-def test_indexing_one_document_makes_it_searchable_at_once(api):
+def test_indexing_one_document_makes_it_searchable_at_once(api, env, key_a):
     doc = {"title": "Holiday opening hours", "context_type": "policy",
            "body": "Zanzibar marmalade festival hours: all stores open until midnight."}  # fmt: skip
-    r = api.post("/api/v1/qna/index", json=doc, headers=H)
+    r = api.post("/api/v1/qna/index", json=doc, headers=key_a)
     assert r.status_code == 201, r.text
     hits = api.get(
-        "/api/v1/qna/search", params={"query": "zanzibar marmalade festival", "topK": 1}, headers=H
+        "/api/v1/qna/search", params={"query": "zanzibar marmalade festival", "topK": 1}, headers=key_a
     )
     assert ids_of(hits) == [r.json()["id"]]
     other = api.get("/api/v1/qna/search", params={"query": "zanzibar marmalade festival", "topK": 3},
-                    headers={"X-Organization-Id": B})  # fmt: skip
-    assert r.json()["id"] not in ids_of(other)
+                    headers=key_headers(env[2], B))  # fmt: skip
+    assert other.status_code == 200 and r.json()["id"] not in ids_of(other)
     assert_error(
-        api.post("/api/v1/qna/index", json={"title": "x"}, headers=H), 422, "invalid_request"
+        api.post("/api/v1/qna/index", json={"title": "x"}, headers=key_a), 422, "invalid_request"
     )
 
 
-def test_reindex_job_runs_and_reports_progress(api):
+def test_reindex_job_runs_and_reports_progress(api, env, key_a):
     r = api.post(
-        "/api/v1/qna/reindex", json={"collections": ["patterns", "org_context"]}, headers=H
+        "/api/v1/qna/reindex", json={"collections": ["patterns", "org_context"]}, headers=key_a
     )
     assert r.status_code == 202, r.text
     job_id = r.json()["id"]
     deadline = time.monotonic() + 30
-    while (job := api.get(f"/api/v1/qna/reindex/{job_id}", headers=H).json())["state"] not in {
+    while (job := api.get(f"/api/v1/qna/reindex/{job_id}", headers=key_a).json())["state"] not in {
         "succeeded",
         "failed",
     }:
@@ -161,12 +165,12 @@ def test_reindex_job_runs_and_reports_progress(api):
         time.sleep(0.1)
     assert job["state"] == "succeeded" and job["rows_done"] >= 40 + 25
     assert_error(
-        api.get(f"/api/v1/qna/reindex/{job_id}", headers={"X-Organization-Id": B}),
+        api.get(f"/api/v1/qna/reindex/{job_id}", headers=key_headers(env[2], B)),
         404,
         "job_not_found",
     )
     assert_error(
-        api.post("/api/v1/qna/reindex", json={"collections": ["nope"]}, headers=H),
+        api.post("/api/v1/qna/reindex", json={"collections": ["nope"]}, headers=key_a),
         422,
         "invalid_request",
     )
@@ -215,3 +219,20 @@ def test_a_killed_build_leaves_the_old_version_serving(env):
     assert index_store.current(A, "patterns") == before
     hits = search.search(A, "patterns", embedder.embed(["trend"]), k=3)
     assert len(hits) == 3 and search.versions()[f"{A}/patterns"] == before
+
+
+def test_a_second_reindex_of_a_running_collection_is_409_with_the_running_job(api, env):
+    store = env[2]
+    running = store.create_job_run(A, "reindex", collections=["patterns"])
+    store.update_job_run(A, running["id"], state="running")
+    try:
+        r = api.post("/api/v1/qna/reindex", json={"collections": ["products", "patterns"]},
+                     headers=key_headers(store, A))  # fmt: skip
+        error = assert_error(r, 409, "reindex_running")
+        assert error["details"] == [{"job_id": running["id"], "state": "running"}]
+        # another org, or a collection the running job doesn't cover, is not held up
+        other = store.create_job_run(B, "reindex", collections=["patterns"])
+        assert not other.get("already_running")
+        assert not store.create_job_run(A, "reindex", collections=["products"]).get("already_running")
+    finally:
+        store.update_job_run(A, running["id"], state="succeeded")

@@ -14,12 +14,14 @@ import httpx
 import pytest
 
 from jobs.seed_demo import main as seed
-from tests.serve_support import APP_NAME, serve_config_app, wait_until
+from tests.serve_support import APP_NAME, api_keys, serve_config_app, wait_until
 
 pytestmark = pytest.mark.serve
 
 ORG = "acme-outdoor"
-HEADERS = {"X-Organization-Id": ORG}
+# Rate limits far above the clients' pace: the faults are under test, not the limiter.
+QUOTAS = {"chat_per_minute": 1e6, "chat_burst": 100_000, "search_per_minute": 1e6,
+          "search_burst": 100_000}  # fmt: skip
 CLIENTS = 4
 HTTP_TIMEOUT_S = 30.0  # any call taking longer counts as a hang
 ATTEMPTS, BACKOFF_S = 8, 0.5  # a client's retry policy (same message_id each time)
@@ -68,8 +70,8 @@ def _ask(http: httpx.Client, client: Client, n: int) -> None:
         time.sleep(BACKOFF_S * (attempt + 1))
 
 
-def _run_client(url: str, client: Client, stop: threading.Event) -> None:
-    with httpx.Client(base_url=url, headers=HEADERS, timeout=HTTP_TIMEOUT_S) as http:
+def _run_client(url: str, headers: dict, client: Client, stop: threading.Event) -> None:
+    with httpx.Client(base_url=url, headers=headers, timeout=HTTP_TIMEOUT_S) as http:
         n = 0
         while not stop.is_set():
             _ask(http, client, n)
@@ -111,11 +113,12 @@ def _history(http: httpx.Client, session_id: str) -> list[dict]:
 def test_replica_kills_under_chat_traffic(tmp_path):
     var = tmp_path / "var"
     seed(["--data-root", str(var / "data"), "--end", "2026-11-29", "--org", ORG])
-    with serve_config_app(var, "tests.serve_support:rule_model_slow") as url:
-        http = httpx.Client(base_url=url, headers=HEADERS, timeout=HTTP_TIMEOUT_S)
+    headers = api_keys(var, [ORG])[ORG]  # before the app starts on var
+    with serve_config_app(var, "tests.serve_support:rule_model_slow", quotas=QUOTAS) as url:
+        http = httpx.Client(base_url=url, headers=headers, timeout=HTTP_TIMEOUT_S)
         clients = [Client(http.post("/api/v1/chat/sessions").json()["id"]) for _ in range(CLIENTS)]
         stop = threading.Event()
-        threads = [threading.Thread(target=_run_client, args=(url, c, stop), daemon=True)
+        threads = [threading.Thread(target=_run_client, args=(url, headers, c, stop), daemon=True)
                    for c in clients]  # fmt: skip
         for t in threads:
             t.start()

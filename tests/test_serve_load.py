@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from jobs.seed_demo import main as seed
-from tests.serve_support import ROOT, serve_config_app
+from tests.serve_support import ROOT, api_keys, serve_config_app
 
 pytestmark = pytest.mark.serve
 
@@ -25,6 +25,9 @@ MODEL = "tests.serve_support:rule_model_slow"  # 0.2 s per model call
 MODEL_LATENCY_S = 0.2
 QUESTIONS = ("Hello", "How many interactions do we have?")  # 1 model call; 2 calls and a tool
 RESULT = ROOT / "var" / "bench" / "load.json"
+# Rate limits far above what the sessions send: the throughput is measured, not the limiter.
+QUOTAS = {"chat_per_minute": 1e6, "chat_burst": 100_000, "search_per_minute": 1e6,
+          "search_burst": 100_000}  # fmt: skip
 
 
 async def _session(http: httpx.AsyncClient, index: int, until: float, latencies: list[float],
@@ -47,11 +50,11 @@ async def _session(http: httpx.AsyncClient, index: int, until: float, latencies:
         n += 1
 
 
-async def _load(url: str) -> tuple[list[float], list[str], float]:
+async def _load(url: str, headers: dict[str, str]) -> tuple[list[float], list[str], float]:
     latencies: list[float] = []
     errors: list[str] = []
     limits = httpx.Limits(max_connections=SESSIONS, max_keepalive_connections=SESSIONS)
-    async with httpx.AsyncClient(base_url=url, headers={"X-Organization-Id": ORG}, limits=limits,
+    async with httpx.AsyncClient(base_url=url, headers=headers, limits=limits,
                                  timeout=httpx.Timeout(30.0, connect=5.0)) as http:  # fmt: skip
         start = time.monotonic()
         until = start + DURATION_S
@@ -64,12 +67,13 @@ async def _load(url: str) -> tuple[list[float], list[str], float]:
 def test_concurrent_chat_sessions_under_load(tmp_path):
     var = tmp_path / "var"
     seed(["--data-root", str(var / "data"), "--end", "2026-11-29", "--org", ORG])
-    with serve_config_app(var, MODEL) as url:
-        warm = httpx.post(f"{url}/api/v1/chat/sessions", headers={"X-Organization-Id": ORG}).json()
+    headers = api_keys(var, [ORG])[ORG]  # before the app starts on var
+    with serve_config_app(var, MODEL, quotas=QUOTAS) as url:
+        warm = httpx.post(f"{url}/api/v1/chat/sessions", headers=headers).json()
         r = httpx.post(f"{url}/api/v1/chat/sessions/{warm['id']}/messages", timeout=30,
-                       json={"content": QUESTIONS[1]}, headers={"X-Organization-Id": ORG})  # fmt: skip
+                       json={"content": QUESTIONS[1]}, headers=headers)  # fmt: skip
         assert r.status_code == 200, r.text
-        latencies, errors, elapsed = asyncio.run(_load(url))
+        latencies, errors, elapsed = asyncio.run(_load(url, headers))
     quantiles = statistics.quantiles(latencies, n=100, method="inclusive")
     result = {
         "sessions": SESSIONS, "duration_s": round(elapsed, 2), "model_latency_s": MODEL_LATENCY_S,

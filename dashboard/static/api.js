@@ -1,5 +1,9 @@
-// The chat API as the page uses it. Every request names the organization in use in
-// X-Organization-Id; errors come back as ApiError with the API's {error: {code, message}}.
+// The chat API as the page uses it. Every request carries the API key of the organization in
+// use (Authorization: Bearer, from keys.js) and names that organization in X-Organization-Id;
+// errors come back as ApiError with the API's {error: {code, message}}. A 401 (the key is
+// unknown, revoked or expired) is also reported to the handler set with onUnauthorized.
+
+import { keyFor } from "./keys.js";
 
 export class ApiError extends Error {
   constructor(code, message, status = 0) {
@@ -21,9 +25,32 @@ async function errorFrom(response) {
   return new ApiError(code, message, response.status);
 }
 
-export async function request(method, path, { org, body, signal } = {}) {
-  const headers = { Accept: "application/json" };
+let unauthorized = () => {};
+
+/** `handler(org, key, error)` runs when a request made with `org`'s stored key gets a 401. */
+export function onUnauthorized(handler) {
+  unauthorized = handler;
+}
+
+function headersFor(org, key, extra) {
+  const headers = { ...extra };
+  if (key) headers.Authorization = `Bearer ${key}`;
   if (org) headers["X-Organization-Id"] = org;
+  return headers;
+}
+
+// A failed response as ApiError; a 401 on an organization's stored key is reported first.
+async function failure(response, org, key) {
+  const err = await errorFrom(response);
+  if (response.status === 401 && org) unauthorized(org, key, err);
+  return err;
+}
+
+/** `key` defaults to the stored key of `org`; with neither, no Authorization is sent. */
+export async function request(method, path, { org, key, body, signal } = {}) {
+  const stored = key === undefined;
+  if (stored) key = keyFor(org);
+  const headers = headersFor(org, key, { Accept: "application/json" });
   if (body !== undefined) headers["Content-Type"] = "application/json";
   let response;
   try {
@@ -37,14 +64,15 @@ export async function request(method, path, { org, body, signal } = {}) {
     if (err.name === "AbortError") throw err;
     throw new ApiError("network_error", "Could not reach the server. Check the connection.");
   }
-  if (!response.ok) throw await errorFrom(response);
+  if (!response.ok) throw await failure(response, stored ? org : null, key);
   return response.status === 204 ? null : response.json();
 }
 
 const enc = encodeURIComponent;
 
 export const api = {
-  organizations: () => request("GET", "/api/v1/organizations"),
+  /** The organization of `key` (a list of one); without a key, as the server allows. */
+  organizations: (key = null) => request("GET", "/api/v1/organizations", { key }),
   sessions: (org) => request("GET", `/api/v1/chat/sessions/organization/${enc(org)}?limit=100`, { org }),
   createSession: (org) => request("POST", "/api/v1/chat/sessions", { org, body: {} }),
   deleteSession: (org, id) => request("DELETE", `/api/v1/chat/sessions/${enc(id)}`, { org }),
@@ -58,15 +86,12 @@ export const api = {
  * `error` event is thrown as ApiError. Resolves with the stored answer (the done message).
  */
 export async function streamMessage(org, sessionId, body, onEvent, signal) {
+  const key = keyFor(org);
   let response;
   try {
     response = await fetch(`/api/v1/chat/sessions/${enc(sessionId)}/messages/stream`, {
       method: "POST",
-      headers: {
-        "X-Organization-Id": org,
-        "Content-Type": "application/json",
-        Accept: "text/event-stream",
-      },
+      headers: headersFor(org, key, { "Content-Type": "application/json", Accept: "text/event-stream" }),
       body: JSON.stringify(body),
       signal,
     });
@@ -74,7 +99,7 @@ export async function streamMessage(org, sessionId, body, onEvent, signal) {
     if (err.name === "AbortError") throw err;
     throw new ApiError("network_error", "Could not reach the server. Check the connection.");
   }
-  if (!response.ok) throw await errorFrom(response);
+  if (!response.ok) throw await failure(response, org, key);
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "";
   let answer = null;

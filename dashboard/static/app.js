@@ -1,7 +1,10 @@
 // Ask CROW: the chat page. Plain ES module, no framework. All model output and data reach
 // the page as text (textContent) or through markdown.js, which escapes everything first.
+// The API wants a key per organization (keys.js): without one the page asks for it; a link
+// may carry it (#key=…); the organization picker lists the organizations this tab has keys for.
 
-import { api, ApiError, streamMessage } from "./api.js";
+import { api, ApiError, onUnauthorized, streamMessage } from "./api.js";
+import { forgetKey, keyedOrgs, keyFor, rememberKey, takeKeyFromUrl } from "./keys.js";
 import { toFragment } from "./markdown.js";
 
 const SUGGESTIONS = [
@@ -32,6 +35,7 @@ const SOURCE_KINDS = {
 const TITLE_WORDS = 6;
 const TITLE_CHARS = 40;
 const ORG_KEY = "crow.org";
+const ADD_KEY = "+add-key"; // the picker's "Add a key…" entry (no organization id starts with +)
 
 const $ = (id) => document.getElementById(id);
 const el = {
@@ -55,10 +59,21 @@ const el = {
   confirmName: $("confirm-name"),
   sourceDialog: $("source-dialog"),
   toast: $("toast"),
+  forgetKey: $("forget-key"),
+  signin: $("signin"),
+  signinForm: $("signin-form"),
+  signinNote: $("signin-note"),
+  keyInput: $("key-input"),
+  keyError: $("signin-error"),
+  signinCancel: $("signin-cancel"),
+  signinSubmit: $("signin-submit"),
 };
 
 const state = {
-  orgs: [],
+  orgs: [], // the organizations this tab may use: those it has keys for (all, without keys)
+  names: new Map(), // org id -> name, as the API last named it
+  keyless: false, // the server answers without keys (auth.mode 'off', local development)
+  pending: null, // an organization asked for (by the URL) that this tab has no key for
   org: null,
   sessionId: null,
   server: [], // the org's sessions as the server last listed them
@@ -130,7 +145,11 @@ function nearEnd() {
 }
 
 function orgName(id) {
-  return state.orgs.find((o) => o.id === id)?.name || id;
+  return state.names.get(id) || id;
+}
+
+function canUse(org) {
+  return Boolean(org) && (state.keyless || Boolean(keyFor(org)));
 }
 
 // ---------------------------------------------------------------- URL <-> state
@@ -207,6 +226,7 @@ function renderSidebar() {
 
 async function refreshSessions() {
   const org = state.org;
+  if (!canUse(org)) return;
   try {
     const page = await api.sessions(org);
     if (org !== state.org) return;
@@ -616,11 +636,21 @@ async function openSession(sessionId, { push = true } = {}) {
   }
 }
 
-async function switchOrg(org, { push = true, sessionId = null } = {}) {
-  if (!state.orgs.some((o) => o.id === org)) org = state.orgs[0]?.id;
-  const changed = org !== state.org;
+// Open `org` (its sessions, or `sessionId`); an organization this tab has no key for asks for
+// one instead (false). `reload`: list the sessions again even if `org` is the one open.
+async function switchOrg(org, { push = true, sessionId = null, reload = false } = {}) {
+  if (!state.orgs.some((o) => o.id === org)) {
+    if (!state.keyless && org) {
+      askKeyFor(org);
+      return false;
+    }
+    org = state.orgs[0]?.id;
+    if (!org) return false;
+  }
+  if (!el.signin.hidden) hideSignIn();
+  const changed = reload || org !== state.org;
   state.org = org;
-  el.orgSelect.value = org;
+  renderOrgOptions();
   localStorage.setItem(ORG_KEY, org);
   document.title = `Ask CROW · ${orgName(org)}`;
   if (changed) {
@@ -637,6 +667,155 @@ async function switchOrg(org, { push = true, sessionId = null } = {}) {
     renderSidebar();
   }
   await sessionsLoaded;
+  document.body.dataset.ready = "true";
+  return true;
+}
+
+// ---------------------------------------------------------------- keys and sign-in
+
+function renderOrgOptions() {
+  const options = state.orgs.map((o) => h("option", { value: o.id, text: o.name || o.id }));
+  if (!state.keyless) options.push(h("option", { value: ADD_KEY, text: "Add a key…" }));
+  el.orgSelect.replaceChildren(...options);
+  if (state.org) el.orgSelect.value = state.org;
+  el.forgetKey.hidden = state.keyless || !keyFor(state.org);
+  el.forgetKey.title = `Forget the API key of ${orgName(state.org)} in this tab`;
+}
+
+function knowOrg(org) {
+  state.names.set(org.id, org.name || org.id);
+  state.orgs = [...state.orgs.filter((o) => o.id !== org.id), org].sort((a, b) =>
+    (a.name || a.id).localeCompare(b.name || b.id),
+  );
+}
+
+function dropOrg(org) {
+  state.orgs = state.orgs.filter((o) => o.id !== org);
+  state.local.delete(org);
+}
+
+/** The one organization `key` belongs to, as the API names it (ApiError otherwise). */
+async function orgOfKey(key) {
+  const orgs = (await api.organizations(key)).organizations;
+  if (orgs.length === 1) return orgs[0];
+  throw new ApiError(
+    "not_an_organization_key",
+    orgs.length
+      ? "This key is not an organization's key (an operator token?). Use your organization's API key."
+      : "This key's organization has no data here.",
+  );
+}
+
+function setKeyError(message) {
+  el.keyError.textContent = message;
+  if (message) el.keyInput.setAttribute("aria-invalid", "true");
+  else el.keyInput.removeAttribute("aria-invalid");
+}
+
+// The key form instead of the chat: `error` (the server's word on a key) in the alert line.
+function showSignIn({ error = "", note = "" } = {}) {
+  delete document.body.dataset.ready;
+  el.signinNote.textContent = note;
+  el.signinNote.hidden = !note;
+  setKeyError(error);
+  el.signinCancel.hidden = !state.orgs.some((o) => canUse(o.id));
+  el.keyInput.value = "";
+  closeDrawer();
+  el.app.hidden = true;
+  el.signin.hidden = false;
+  document.title = "Sign in · Ask CROW";
+  el.keyInput.focus();
+}
+
+function hideSignIn() {
+  state.pending = null;
+  el.signin.hidden = true;
+  el.app.hidden = false;
+}
+
+function askKeyFor(org) {
+  state.pending = org;
+  showSignIn({ note: `This tab has no key for the organization “${orgName(org)}”. Enter its API key.` });
+}
+
+/** Check `key`, keep it for its organization and open that organization. */
+async function signIn(key) {
+  const org = await orgOfKey(key);
+  rememberKey(org.id, key);
+  knowOrg(org);
+  const params = new URLSearchParams(location.search);
+  const stay = !state.org || org.id === state.org || org.id === state.pending;
+  let sessionId = null;
+  if (org.id === state.org) sessionId = state.sessionId;
+  else if (params.get("org") === org.id || (!state.org && !params.get("org"))) sessionId = params.get("session");
+  el.keyInput.value = "";
+  await switchOrg(org.id, { push: !stay, sessionId, reload: true });
+  if (stay) syncUrl({ replace: true });
+}
+
+async function submitKey(event) {
+  event.preventDefault();
+  const key = el.keyInput.value.trim();
+  if (!key) {
+    setKeyError("Enter an API key.");
+    el.keyInput.focus();
+    return;
+  }
+  setKeyError("");
+  el.signinSubmit.disabled = true;
+  try {
+    await signIn(key);
+    el.input.focus();
+  } catch (err) {
+    setKeyError(err.message);
+    el.keyInput.focus();
+    el.keyInput.select();
+  } finally {
+    el.signinSubmit.disabled = false;
+  }
+}
+
+// Back from the key form to the organization open before (or any this tab has a key for).
+function cancelSignIn() {
+  const back = canUse(state.org) ? state.org : state.orgs.find((o) => canUse(o.id))?.id;
+  if (!back) return;
+  if (back !== state.org) {
+    switchOrg(back, { push: false }).then(() => syncUrl({ replace: true }));
+    return;
+  }
+  hideSignIn();
+  renderOrgOptions();
+  document.title = `Ask CROW · ${orgName(back)}`;
+  syncUrl({ replace: true });
+  document.body.dataset.ready = "true";
+  el.input.focus();
+}
+
+function forgetCurrentKey() {
+  const org = state.org;
+  forgetKey(org);
+  dropOrg(org);
+  const next = state.orgs[0]?.id;
+  if (next) {
+    switchOrg(next);
+    toast(`Forgot the key of ${orgName(org)}.`);
+    return;
+  }
+  state.view += 1;
+  renderOrgOptions();
+  showSignIn({ note: `Forgot the key of ${orgName(org)}.` });
+}
+
+// A request made with a stored key got 401 (unknown, revoked or expired): the key is dropped
+// and, if it was the open organization's, the page asks for a new one with the server's word.
+function keyRefused(org, key, err) {
+  if (!forgetKey(org, key)) return; // already dropped, or replaced by a newer key
+  dropOrg(org);
+  renderOrgOptions();
+  if (org !== state.org) return;
+  state.view += 1; // late answers under the old key land nowhere
+  setBusy(false);
+  showSignIn({ error: err.message, note: `Sign in to ${orgName(org)} again.` });
 }
 
 // ---------------------------------------------------------------- wiring
@@ -692,12 +871,32 @@ function wire() {
   el.scroller.addEventListener("scroll", () => {
     if (nearEnd()) state.follow = true;
   }, { passive: true });
-  el.orgSelect.addEventListener("change", () => switchOrg(el.orgSelect.value));
+  el.orgSelect.addEventListener("change", () => {
+    if (el.orgSelect.value !== ADD_KEY) {
+      switchOrg(el.orgSelect.value);
+      return;
+    }
+    el.orgSelect.value = state.org;
+    showSignIn({ note: "Add the API key of another organization." });
+  });
+  el.forgetKey.addEventListener("click", forgetCurrentKey);
+  el.signinForm.addEventListener("submit", submitKey);
+  el.signinCancel.addEventListener("click", cancelSignIn);
+  el.signinForm.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && !el.signinCancel.hidden) cancelSignIn();
+  });
+  onUnauthorized(keyRefused);
+  // a sign-in link opened in a tab that already shows the page changes only the fragment
+  window.addEventListener("hashchange", () => {
+    const key = takeKeyFromUrl();
+    if (key) signIn(key).catch((err) => showSignIn({ error: err.message }));
+  });
   window.addEventListener("popstate", () => {
     const params = new URLSearchParams(location.search);
     const org = params.get("org") || state.org;
     const sessionId = params.get("session");
-    if (org !== state.org) switchOrg(org, { push: false, sessionId });
+    if (!org) return;
+    if (org !== state.org || !canUse(org) || !el.signin.hidden) switchOrg(org, { push: false, sessionId });
     else if (sessionId && sessionId !== state.sessionId) openSession(sessionId, { push: false });
     else if (!sessionId && state.sessionId) {
       state.view += 1;
@@ -708,30 +907,87 @@ function wire() {
   });
 }
 
+function loadFailed(err) {
+  el.landing.replaceChildren(
+    h("p", { class: "error-detail", text: `Could not load the organizations: ${err.message}` }),
+    h("button", { type: "button", class: "btn", text: "Retry", onclick: () => location.reload() }),
+  );
+}
+
+// The organizations of the keys this tab keeps, each key checked: one the server refuses is
+// dropped (its error is returned), one not checked for another reason is kept for later.
+async function loadKeyedOrgs() {
+  let refused = null;
+  let failed = null;
+  await Promise.all(
+    keyedOrgs().map(async (id) => {
+      const key = keyFor(id);
+      try {
+        const org = await orgOfKey(key);
+        if (org.id !== id) {
+          forgetKey(id, key);
+          rememberKey(org.id, key);
+        }
+        knowOrg(org);
+      } catch (err) {
+        if (err.status === 401 || err.code === "not_an_organization_key") {
+          forgetKey(id, key);
+          refused = err;
+        } else failed = err;
+      }
+    }),
+  );
+  return { refused, failed };
+}
+
 async function start() {
   wire();
-  let orgs;
-  try {
-    orgs = (await api.organizations()).organizations;
-  } catch (err) {
-    el.landing.replaceChildren(
-      h("p", { class: "error-detail", text: `Could not load the organizations: ${err.message}` }),
-      h("button", { type: "button", class: "btn", text: "Retry", onclick: () => location.reload() }),
-    );
-    return;
-  }
-  state.orgs = orgs;
-  el.orgSelect.replaceChildren(...orgs.map((o) => h("option", { value: o.id, text: o.name || o.id })));
-  if (!orgs.length) {
-    el.landing.append(h("p", { class: "error-detail", text: "There are no organizations yet." }));
-    return;
-  }
+  const linked = takeKeyFromUrl(); // out of the address bar before anything else happens
   const params = new URLSearchParams(location.search);
-  const wanted = params.get("org") || localStorage.getItem(ORG_KEY);
-  const org = orgs.some((o) => o.id === wanted) ? wanted : orgs[0].id;
-  await switchOrg(org, { push: false, sessionId: params.get("session") });
+  const urlOrg = params.get("org");
+  if (!linked && !keyedOrgs().length) {
+    showSignIn();
+    try {
+      // auth.mode 'off' (local development): the API answers without a key
+      state.orgs = (await api.organizations()).organizations;
+      state.keyless = true;
+      for (const o of state.orgs) state.names.set(o.id, o.name || o.id);
+    } catch (err) {
+      if (err.status !== 401) setKeyError(err.message);
+      return;
+    }
+    hideSignIn();
+    if (!state.orgs.length) {
+      el.landing.append(h("p", { class: "error-detail", text: "There are no organizations yet." }));
+      return;
+    }
+  } else {
+    const { refused, failed } = await loadKeyedOrgs();
+    if (linked) {
+      try {
+        await signIn(linked);
+      } catch (err) {
+        renderOrgOptions();
+        showSignIn({ error: err.message });
+      }
+      return;
+    }
+    if (!state.orgs.length) {
+      if (failed) loadFailed(failed);
+      else showSignIn({ error: refused?.message || "" });
+      return;
+    }
+    if (urlOrg && !state.orgs.some((o) => o.id === urlOrg)) {
+      renderOrgOptions();
+      askKeyFor(urlOrg);
+      return;
+    }
+  }
+  const wanted = urlOrg || localStorage.getItem(ORG_KEY);
+  const org = state.orgs.some((o) => o.id === wanted) ? wanted : state.orgs[0].id;
+  const sessionId = !urlOrg || urlOrg === org ? params.get("session") : null;
+  await switchOrg(org, { push: false, sessionId });
   syncUrl({ replace: true });
-  document.body.dataset.ready = "true";
 }
 
 // exposed for tests and the console; nothing on the page reads it
