@@ -86,7 +86,9 @@ class AuthSettings(_Section):
         description="Host header values served (e.g. 'crow.example.com'); empty: any.",
     )
     key_cache_s: float = Field(
-        5.0, ge=0, description="How long an Ingress replica trusts a looked-up key (revocation lag)."
+        5.0,
+        ge=0,
+        description="How long an Ingress replica trusts a looked-up key (revocation lag).",
     )
 
 

@@ -139,7 +139,9 @@ def test_indexing_one_document_makes_it_searchable_at_once(api, env, key_a):
     r = api.post("/api/v1/qna/index", json=doc, headers=key_a)
     assert r.status_code == 201, r.text
     hits = api.get(
-        "/api/v1/qna/search", params={"query": "zanzibar marmalade festival", "topK": 1}, headers=key_a
+        "/api/v1/qna/search",
+        params={"query": "zanzibar marmalade festival", "topK": 1},
+        headers=key_a,
     )
     assert ids_of(hits) == [r.json()["id"]]
     other = api.get("/api/v1/qna/search", params={"query": "zanzibar marmalade festival", "topK": 3},
@@ -233,6 +235,8 @@ def test_a_second_reindex_of_a_running_collection_is_409_with_the_running_job(ap
         # another org, or a collection the running job doesn't cover, is not held up
         other = store.create_job_run(B, "reindex", collections=["patterns"])
         assert not other.get("already_running")
-        assert not store.create_job_run(A, "reindex", collections=["products"]).get("already_running")
+        assert not store.create_job_run(A, "reindex", collections=["products"]).get(
+            "already_running"
+        )
     finally:
         store.update_job_run(A, running["id"], state="succeeded")

@@ -82,7 +82,9 @@ OrgDep = Annotated[str, Depends(require_org)]
 def require_path_org(org_id: str, own_org: OrgDep) -> str:
     """For routes naming the org in the path: it must be the caller's own org."""
     if org_id != own_org:
-        raise ApiError(403, "wrong_organization", "the path names another organization than the key's")
+        raise ApiError(
+            403, "wrong_organization", "the path names another organization than the key's"
+        )
     return org_id
 
 
@@ -99,7 +101,9 @@ EditorOrg = Annotated[str, Depends(_role("editor"))]
 AdminOrg = Annotated[str, Depends(_role("admin"))]
 
 
-async def take_rate(services: Services, principal: Principal, bucket: Literal["chat", "search"]) -> None:
+async def take_rate(
+    services: Services, principal: Principal, bucket: Literal["chat", "search"]
+) -> None:
     """One request from the caller's `bucket`; 429 with Retry-After when it is empty."""
     quotas = services.settings.quotas
     per_minute, burst = (

@@ -51,9 +51,7 @@ async def ready(services: ServicesDep) -> JSONResponse:
                          "organizations": len(services.lake.list_orgs())})  # fmt: skip
 
 
-@router.get(
-    "/api/v1/organizations", tags=["organizations"], summary="The caller's organization"
-)
+@router.get("/api/v1/organizations", tags=["organizations"], summary="The caller's organization")
 async def organizations(services: ServicesDep, principal: PrincipalDep) -> dict[str, object]:
     """The key's own organization; the platform operator's token (and local development
     without keys) sees every organization."""

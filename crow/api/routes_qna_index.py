@@ -44,7 +44,9 @@ async def qna_search(
     organization_id: Annotated[str | None, Query(alias="organizationId")] = None,
 ) -> dict[str, Any]:
     if organization_id is not None and organization_id != org_id:
-        raise ApiError(403, "wrong_organization", "organizationId names another organization than the key's")
+        raise ApiError(
+            403, "wrong_organization", "organizationId names another organization than the key's"
+        )
     return await run_search(services, org_id, "org_context", query, limit=top_k)
 
 

@@ -293,7 +293,6 @@ class ChatStore:
         return {**r, "collections": json.loads(r["collections"] or "[]"),
                 "created_at": _iso(r["created_at"]), "updated_at": _iso(r["updated_at"])}  # fmt: skip
 
-
     # --- API keys ----------------------------------------------------------------------
     def create_api_key(
         self, org_id: str, role: str, *, name: str | None = None,
