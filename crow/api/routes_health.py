@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Header
 from fastapi.responses import JSONResponse
 
-from crow.api.deps import PrincipalDep, ServicesDep
+from crow.api.deps import PrincipalDep, ServicesDep, org_for
 from crow.api.errors import error_body
 
 router = APIRouter(tags=["health"])
@@ -52,10 +52,15 @@ async def ready(services: ServicesDep) -> JSONResponse:
 
 
 @router.get("/api/v1/organizations", tags=["organizations"], summary="The caller's organization")
-async def organizations(services: ServicesDep, principal: PrincipalDep) -> dict[str, object]:
+async def organizations(
+    services: ServicesDep,
+    principal: PrincipalDep,
+    x_organization_id: Annotated[str | None, Header(description="If sent: the key's.")] = None,
+) -> dict[str, object]:
     """The key's own organization; the platform operator's token (and local development
     without keys) sees every organization."""
     orgs = services.lake.list_orgs()
     if principal.org_id is not None:
+        org_for(services, principal, x_organization_id)  # another org's header: 403
         orgs = [org for org in orgs if org["id"] == principal.org_id]
     return {"organizations": orgs}
