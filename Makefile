@@ -15,7 +15,7 @@ export RAY_USAGE_STATS_ENABLED := 0
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: run test setup data lint format browser eval bench
+.PHONY: run test setup data lint format browser eval bench fuzz
 
 run: data
 	@$(PY) -m jobs.keys demo
@@ -64,6 +64,11 @@ eval: data
 BENCH_ARGS ?=
 bench: data
 	$(PY) -m benchmarks.run_all $(BENCH_ARGS)
+
+# schemathesis over every operation of the OpenAPI document, 100 generated requests each
+# (make test runs a short version): var/fuzz/report.json, failures listed on the console.
+fuzz: setup
+	$(PY) -m tests.fuzzing --examples 100 --out var/fuzz/report.json
 
 lint: setup
 	$(PY) -m ruff check .

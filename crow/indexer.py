@@ -42,6 +42,11 @@ class Indexer:
         self.notify = notify
         self._tasks: set[asyncio.Task[Any]] = set()
 
+    @property
+    def busy(self) -> bool:
+        """A reindex of this process is still running."""
+        return bool(self._tasks)
+
     async def index_documents(
         self, org_id: str, records: list[dict[str, Any]], vectors: np.ndarray
     ) -> str:
