@@ -91,3 +91,57 @@ def test_eval_rayjob_evaluates_the_served_model_with_the_gpu_profile():
     service = yaml.safe_load((ROOT / "cluster" / "rayservice.yaml").read_text())
     port = yaml.safe_load(service["spec"]["serveConfigV2"])["http_options"]["port"]
     assert args.llm_url == f"http://{service['metadata']['name']}-serve-svc:{port}/v1"
+
+
+def _fields(model: type, prefix: str = "") -> list[str]:
+    from pydantic import BaseModel
+
+    names = []
+    for name, info in model.model_fields.items():
+        kind = info.annotation
+        if isinstance(kind, type) and issubclass(kind, BaseModel):
+            names += _fields(kind, f"{prefix}{name}.")
+        else:
+            names.append(prefix + name)
+    return names
+
+
+def test_no_setting_holds_a_secret_only_where_to_read_it():
+    """Application args are shown by the Ray dashboard and copied into reindex jobs'
+    runtime_env: a secret must come from the environment or a file, named by a setting."""
+    from crow.settings import AppSettings
+
+    secret_words = {"token", "secret", "password", "credential", "credentials"}
+    for name in _fields(AppSettings):
+        leaf = name.rsplit(".", 1)[-1]
+        if secret_words & set(leaf.split("_")) or "api_key" in leaf:
+            assert leaf.endswith(("_env", "_file")), name
+
+
+def test_the_gpu_profile_guards_every_route_and_reads_secrets_from_the_secret():
+    service = yaml.safe_load((ROOT / "cluster" / "rayservice.yaml").read_text())
+    served = yaml.safe_load(service["spec"]["serveConfigV2"])["applications"][0]["args"]
+    gpu = yaml.safe_load((ROOT / "cluster" / "serve_config.gpu.yaml").read_text())
+    args = gpu["applications"][0]["args"]
+    assert served["auth"] == args["auth"] and served["quotas"] == args["quotas"]
+    assert args["auth"].get("mode", "keys") == "keys" and args["auth"]["allowed_hosts"]
+    # the in-cluster name the eval job calls /v1 by is an allowed Host
+    assert f"{service['metadata']['name']}-serve-svc" in args["auth"]["allowed_hosts"]
+    groups = [service["spec"]["rayClusterConfig"]["headGroupSpec"],
+              *service["spec"]["rayClusterConfig"]["workerGroupSpecs"]]  # fmt: skip
+    for group in groups:
+        env = {e["name"]: e for e in group["template"]["spec"]["containers"][0]["env"]}
+        token = env["ASK_CROW_OPERATOR_TOKEN"]["valueFrom"]["secretKeyRef"]
+        assert token["name"] == "crow-secrets"
+        assert "secretKeyRef" in env["OPENAI_API_KEY"]["valueFrom"]
+    # the Ray dashboard / Jobs API is not published beyond the cluster
+    text = (ROOT / "cluster" / "rayservice.yaml").read_text()
+    assert "LoadBalancer" not in text and "NodePort" not in text
+
+
+@pytest.mark.parametrize("path", CONFIGS)
+def test_auth_off_is_never_configured_for_a_non_loopback_bind(path):
+    config = yaml.safe_load(path.read_text())
+    host = config.get("http_options", {}).get("host", "127.0.0.1")
+    mode = (config["applications"][0]["args"].get("auth") or {}).get("mode", "keys")
+    assert mode == "keys" or host in {"127.0.0.1", "localhost", "::1"}
