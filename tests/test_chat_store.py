@@ -113,3 +113,45 @@ def test_sessions_list_newest_activity_first_with_total(mem_store):
     assert page[0]["id"] == ids[0]
     rest, _ = mem_store.list_sessions(A, limit=10, offset=2)
     assert len(rest) == 2 and not {s["id"] for s in rest} & {s["id"] for s in page}
+
+
+def test_keys_are_stored_as_hashes_and_checked_by_id_and_secret(mem_store, tmp_path):
+    created = mem_store.create_api_key(A, "editor", name="ci")
+    key = created["key"]
+    assert mem_store.authenticate(key) == {"key_id": created["id"], "org_id": A, "role": "editor"}
+    stored = mem_store._query("SELECT * FROM api_keys")[0]
+    assert key.split("_", 2)[2] not in str(stored) and stored["secret_hash"] != key
+    other = mem_store.create_api_key(B, "reader")["key"]
+    forged = f"crow_{created['id']}_{other.split('_', 2)[2]}"  # A's id with B's secret
+    assert mem_store.authenticate(forged) is None
+    assert mem_store.revoke_api_key(created["id"], org_id=B) is False  # not B's to revoke
+    assert mem_store.authenticate(key) is not None
+
+
+def test_token_usage_counts_per_org_and_utc_day(mem_store, monkeypatch):
+    from datetime import datetime
+
+    import crow.store.chat_store as chat_store
+
+    monkeypatch.setattr(chat_store, "_now", lambda: datetime(2026, 11, 30, 23, 59))
+    mem_store.add_usage(A, 700)
+    mem_store.add_usage(A, 300)
+    mem_store.add_usage(B, 5)
+    assert (mem_store.usage_today(A), mem_store.usage_today(B)) == (1000, 5)
+    monkeypatch.setattr(chat_store, "_now", lambda: datetime(2026, 12, 1, 0, 0, 1))
+    assert mem_store.usage_today(A) == 0  # a new UTC day: the quota is whole again
+    mem_store.add_usage(A, 0)
+    assert mem_store.usage_today(A) == 0
+
+
+def test_one_pending_or_running_job_per_org_and_collection(mem_store):
+    first = mem_store.create_job_run(A, "reindex", collections=["products", "patterns"])
+    again = mem_store.create_job_run(A, "reindex", collections=["patterns"])
+    assert again["already_running"] and again["id"] == first["id"]
+    assert not mem_store.create_job_run(A, "reindex", collections=["org_context"]).get(
+        "already_running"
+    )
+    mem_store.update_job_run(A, first["id"], state="failed")
+    assert not mem_store.create_job_run(A, "reindex", collections=["patterns"]).get(
+        "already_running"
+    )
