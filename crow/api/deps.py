@@ -101,45 +101,44 @@ EditorOrg = Annotated[str, Depends(_role("editor"))]
 AdminOrg = Annotated[str, Depends(_role("admin"))]
 
 
-async def take_rate(
-    services: Services, principal: Principal, bucket: Literal["chat", "search"]
-) -> None:
-    """One request from the caller's `bucket`; 429 with Retry-After when it is empty."""
+async def admit(
+    services: Services, principal: Principal, bucket: Literal["chat", "search"],
+    org_id: str | None = None,
+) -> None:  # fmt: skip
+    """One request from the caller's `bucket` (and, given `org_id`, within the organization's
+    daily token quota); 429 with Retry-After otherwise."""
     quotas = services.settings.quotas
     per_minute, burst = (
         (quotas.chat_per_minute, quotas.chat_burst)
         if bucket == "chat"
         else (quotas.search_per_minute, quotas.search_burst)
     )
-    wait = await services.store.take_token(
-        f"{bucket}:{principal.key_id}", per_minute=per_minute, burst=burst
-    )
-    if wait > 0:
+    refused = await services.store.admit(
+        f"{bucket}:{principal.key_id}", per_minute=per_minute, burst=burst, org_id=org_id,
+        daily_tokens=quotas.daily_tokens if org_id else 0,
+    )  # fmt: skip
+    if refused is None:
+        return
+    reason, wait = refused
+    if reason == "rate":
         seconds = max(1, round(wait + 0.5))
         raise ApiError(429, "rate_limited", f"too many {bucket} requests; retry in {seconds} s",
                        headers={"Retry-After": str(seconds)})  # fmt: skip
-
-
-async def check_quota(services: Services, org_id: str) -> None:
-    """429 quota_exceeded once the organization has spent today's model tokens."""
-    quota = services.settings.quotas.daily_tokens
-    if quota and await services.store.usage_today(org_id) >= quota:
-        now = datetime.now(UTC)
-        midnight = (now + timedelta(days=1)).replace(hour=0, minute=0, second=0, microsecond=0)
-        raise ApiError(429, "quota_exceeded",
-                       f"today's {quota:,} model tokens are spent; the quota renews at 00:00 UTC",
-                       headers={"Retry-After": str(int((midnight - now).total_seconds()) + 1)})  # fmt: skip
+    now = datetime.now(UTC)
+    midnight = (now + timedelta(days=1)).replace(hour=0, minute=0, second=0, microsecond=0)
+    raise ApiError(429, "quota_exceeded",
+                   f"today's {quotas.daily_tokens:,} model tokens are spent; the quota renews at 00:00 UTC",
+                   headers={"Retry-After": str(int((midnight - now).total_seconds()) + 1)})  # fmt: skip
 
 
 async def chat_allowed(services: ServicesDep, principal: PrincipalDep, org_id: OrgDep) -> str:
-    """A message for the model: the caller's chat rate, then the org's token quota."""
-    await take_rate(services, principal, "chat")
-    await check_quota(services, org_id)
+    """A message for the model: the caller's chat rate and the org's token quota."""
+    await admit(services, principal, "chat", org_id)
     return org_id
 
 
 async def search_allowed(services: ServicesDep, principal: PrincipalDep, org_id: OrgDep) -> str:
-    await take_rate(services, principal, "search")
+    await admit(services, principal, "search")
     return org_id
 
 

@@ -30,7 +30,7 @@ from starlette.types import Receive, Scope, Send
 
 from crow.agent.context import ToolContext
 from crow.agent.tools import TOOLS, TOOLS_BY_NAME
-from crow.api.deps import org_for, principal_of, take_rate
+from crow.api.deps import admit, org_for, principal_of
 from crow.api.errors import ApiError, error_response
 from crow.services import Services
 
@@ -124,7 +124,7 @@ class McpEndpoint:
         try:
             principal = principal_of(ctx.request)
             org_id = org_for(self.services, principal, ctx.request.headers.get(ORG_HEADER))
-            await take_rate(self.services, principal, "search")
+            await admit(self.services, principal, "search")
         except ApiError as exc:
             return _tool_result({"error": exc.code, "message": exc.message}, error=True)
         tool = TOOLS_BY_NAME.get(params.name)

@@ -349,9 +349,17 @@ class ChatStore:
                  and (r["expires_at"] is None or r["expires_at"] > _now())} for r in rows]  # fmt: skip
 
     # --- limits and usage --------------------------------------------------------------
-    def take_token(self, bucket: str, *, per_minute: float, burst: int) -> float:
-        """Rate limit: 0.0 when the request may go ahead, else the seconds to wait."""
-        return self.buckets.take(bucket, per_minute=per_minute, burst=burst)
+    def admit(
+        self, bucket: str, *, per_minute: float, burst: int, org_id: str | None = None,
+        daily_tokens: int = 0,
+    ) -> tuple[str, float] | None:  # fmt: skip
+        """One request against a rate bucket and, with `daily_tokens`, the org's token quota
+        (one round trip for both): None when it may go ahead, else ("quota", 0.0) or ("rate",
+        seconds to wait). A request refused by the quota takes no token."""
+        if org_id is not None and daily_tokens and self.usage_today(org_id) >= daily_tokens:
+            return "quota", 0.0
+        wait = self.buckets.take(bucket, per_minute=per_minute, burst=burst)
+        return ("rate", wait) if wait > 0 else None
 
     def add_usage(self, org_id: str, tokens: int) -> None:
         """Count model tokens spent by `org_id` today (UTC)."""
