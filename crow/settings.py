@@ -173,6 +173,19 @@ class KnowledgeSource(_Section):
     location: str = Field(description="git URL or path, or a folder of .md/.txt files.")
     ref: str | None = Field(None, description="git branch or tag; default the remote HEAD.")
 
+    @field_validator("location")
+    @classmethod
+    def _no_credentials(cls, value: str) -> str:
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(value)
+        if parts.scheme and (parts.username or parts.password):
+            raise ValueError(
+                "no credentials in the URL (the Ray dashboard shows these args): give git a "
+                "credential helper or token file from a Secret, e.g. GIT_ASKPASS"
+            )
+        return value
+
 
 class OrgSettings(_Section):
     knowledge_source: KnowledgeSource | None = None

@@ -43,3 +43,24 @@ def test_agent_guidance_follows_the_backend_unless_set() -> None:
     assert AppSettings.from_args({"llm": {"backend": "openai"}}).agent_guidance == "none"
     forced = AppSettings.from_args({"agent": {"guidance": "none"}})
     assert forced.agent_guidance == "none"
+
+
+def test_git_credentials_never_ride_in_the_source_url():
+    for url in ("https://bot:ghp_secret@github.com/acme/kb.git", "https://token@git.example/kb"):
+        with pytest.raises(ValidationError, match="no credentials in the URL"):
+            AppSettings.from_args(
+                {"orgs": {"acme": {"knowledge_source": {"kind": "git", "location": url}}}}
+            )
+    ok = AppSettings.from_args(
+        {
+            "orgs": {
+                "acme": {
+                    "knowledge_source": {
+                        "kind": "git",
+                        "location": "https://github.com/acme/kb.git",
+                    }
+                }
+            }
+        }
+    )
+    assert ok.orgs["acme"].knowledge_source.location.startswith("https://github.com/")
