@@ -36,6 +36,7 @@ class FuzzReport:
     seconds: float = 0.0
     failures: list[str] = field(default_factory=list)
     statuses: dict[str, int] = field(default_factory=dict)
+    per_operation: dict[str, int] = field(default_factory=dict)  # requests sent to each
 
 
 @contextmanager
@@ -103,6 +104,7 @@ def _fuzz_operation(
         if time.monotonic() > end:
             return
         report.requests += 1
+        report.per_operation[label] = report.per_operation.get(label, 0) + 1
         # The key's own org where a request names one, so the routes' own logic is fuzzed
         # (naming other orgs: tests/test_access_matrix.py).
         if case.path_parameters and "org_id" in case.path_parameters:
