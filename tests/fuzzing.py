@@ -63,8 +63,11 @@ def fuzz_app(var: Path) -> Iterator[tuple[Any, dict[str, str]]]:
         store.close()
 
 
-def fuzz(app: Any, headers: dict[str, str], *, examples: int, budget_s: float) -> FuzzReport:
-    """`examples` requests per operation (deterministic), within `budget_s` seconds in all."""
+def fuzz(
+    app: Any, headers: dict[str, str], *, examples: int, budget_s: float, seed: int | None = None
+) -> FuzzReport:
+    """`examples` requests per operation, within `budget_s` seconds in all; the same requests
+    every run, or those of `seed`."""
     import schemathesis
     from schemathesis.python.asgi import shutdown_lifespans
 
@@ -74,7 +77,7 @@ def fuzz(app: Any, headers: dict[str, str], *, examples: int, budget_s: float) -
     try:
         for result in schema.get_all_operations():
             report.operations += 1
-            _fuzz_operation(result.ok(), headers, examples, started + budget_s, report, found)
+            _fuzz_operation(result.ok(), headers, examples, started + budget_s, report, found, seed)
     finally:
         shutdown_lifespans()
     report.failures = sorted(found.values())
@@ -84,9 +87,10 @@ def fuzz(app: Any, headers: dict[str, str], *, examples: int, budget_s: float) -
 
 def _fuzz_operation(
     operation: Any, headers: dict[str, str], examples: int, end: float, report: FuzzReport,
-    found: dict[tuple[str, ...], str],
+    found: dict[tuple[str, ...], str], seed: int | None,
 ) -> None:  # fmt: skip
     from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as seeded
     from schemathesis.checks import (
         not_a_server_error,
         response_schema_conformance,
@@ -96,7 +100,7 @@ def _fuzz_operation(
     checks = [not_a_server_error, status_code_conformance, response_schema_conformance]
     label = operation.label
 
-    @settings(max_examples=examples, deadline=None, derandomize=True, database=None,
+    @settings(max_examples=examples, deadline=None, derandomize=seed is None, database=None,
               phases=[Phase.explicit, Phase.generate], print_blob=False,
               suppress_health_check=list(HealthCheck))  # fmt: skip
     @given(case=operation.as_strategy())
@@ -123,7 +127,7 @@ def _fuzz_operation(
                 first = message.splitlines()[0] if message else ""
                 found.setdefault((label, title, first), f"{label}: {title}: {first}")
 
-    run()
+    (run if seed is None else seeded(seed)(run))()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -132,13 +136,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--examples", type=int, default=100, help="requests per operation")
     parser.add_argument("--budget-s", type=float, default=3600.0)
+    parser.add_argument("--seed", type=int, help="other requests than the default run's")
     parser.add_argument("--out", type=Path, default=Path("var/fuzz/report.json"))
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as var, fuzz_app(Path(var)) as (app, headers):
-        report = fuzz(app, headers, examples=args.examples, budget_s=args.budget_s)
+        report = fuzz(app, headers, examples=args.examples, budget_s=args.budget_s, seed=args.seed)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(
-        json.dumps({"examples_per_operation": args.examples, **asdict(report)}, indent=2)
+        json.dumps(
+            {"examples_per_operation": args.examples, "seed": args.seed, **asdict(report)}, indent=2
+        )
     )
     print(f"{report.operations} operations, {report.requests} requests in {report.seconds} s: "
           f"{len(report.failures)} failures; statuses {report.statuses} -> {args.out}")  # fmt: skip

@@ -132,6 +132,12 @@ def test_history_pagination_boundaries(app, ha):
         422,
         "invalid_request",
     )
+    # past the store's 64-bit integers (found by tests/fuzzing.py): 422, not a 500
+    huge = 85824793222938986807296
+    assert_error(client.get(f"{BASE}/{sid}/messages", params={"before": huge}, headers=ha), 422,
+                 "invalid_request")  # fmt: skip
+    assert_error(client.get(f"{BASE}/organization/{A}", params={"offset": huge}, headers=ha), 422,
+                 "invalid_request")  # fmt: skip
 
 
 def test_org_sessions_newest_first_paginated(app, ha, hb):

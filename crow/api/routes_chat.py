@@ -17,6 +17,7 @@ from models.errors import ModelError, ModelTimeout, PromptTooLong
 
 router = APIRouter(prefix="/api/v1/chat/sessions", tags=["chat"])
 PathOrg = Annotated[str, Depends(require_path_org)]
+MAX_POSITION = 2**62  # offsets and seq bounds: beyond it the store's 64-bit integers overflow
 
 
 class SessionIn(BaseModel):
@@ -87,7 +88,7 @@ async def list_sessions(
     org_id: PathOrg,
     services: ServicesDep,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_POSITION)] = 0,
 ) -> dict[str, Any]:
     sessions, total = await services.store.list_sessions(org_id, limit=limit, offset=offset)
     return {"sessions": sessions, "total": total, "limit": limit, "offset": offset}
@@ -111,7 +112,8 @@ async def list_messages(
     services: ServicesDep,
     limit: Annotated[int, Query(ge=1, le=100)] = 50,
     before: Annotated[
-        int | None, Query(ge=1, description="Only messages with seq below this.")
+        int | None,
+        Query(ge=1, le=MAX_POSITION, description="Only messages with seq below this."),
     ] = None,
 ) -> dict[str, Any]:
     await own_session(services, org_id, session_id)
