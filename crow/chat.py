@@ -6,8 +6,11 @@ the assistant message is stored with its sources, tool steps and timings afterwa
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from crow.agent.context import ToolContext
@@ -16,11 +19,20 @@ from crow.agent.prompts import system_prompt
 from crow.metrics import Metrics, NoMetrics
 from crow.qna import answer_from_kb
 from crow.store.chat_store import SessionKind
-from models.messages import Message
+from models.messages import Message, ModelParams
 
 
 class SessionNotFound(LookupError):
-    pass
+    """The session is not the org's, or was deleted while its question was answered."""
+
+
+class AnswerInProgress(RuntimeError):
+    """A request with this message id is being answered right now (a client retry)."""
+
+
+IN_PROGRESS_WAIT_S = 30.0  # a retry waits this long for the first request's answer
+TAKEOVER_AFTER_S = 600.0  # a question unanswered this long was abandoned: answer it again
+_POLL_S = 0.25
 
 
 @dataclass
@@ -73,15 +85,16 @@ class ChatService:
         if message_id is not None:  # a client's key is unique within its session only
             message_id = f"{session_id}:{message_id}"
         history = await store.list_messages(org_id, session_id, limit=self.history_messages)
-        user = await store.add_message(
+        user, created = await store.add_message_once(
             org_id, session_id, "user", content, kind=kind, message_id=message_id
         )
         if user is None:
             raise SessionNotFound(session_id)
         yield {"type": "user_message", "message": user}
-        # A client retry of an answered question gets the stored answer, not a second one.
+        # A client retry of a question gets its one answer, not a second model run.
         answer_id = None if message_id is None else answer_message_id(message_id)
-        if answer_id is not None and (done := await store.get_message(org_id, answer_id)):
+        waited = None if answer_id is None or created else self._answer_of(org_id, answer_id, user)
+        if waited is not None and (done := await waited):
             yield {"type": "done", "message": done}
             return
         ctx = ToolContext(
@@ -105,32 +118,70 @@ class ChatService:
             timings={**answer.timings, "iterations": answer.iterations,
                      "embed_calls": ctx.embed_calls, "fallback": answer.fallback},
         )  # fmt: skip
+        if stored is None:  # the session was deleted while the question was answered
+            raise SessionNotFound(session_id)
         yield {"type": "done", "message": stored}
 
+    async def _answer_of(
+        self, org_id: str, answer_id: str, question: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """The stored answer to a question another request stored: waited for while that
+        request answers; None when the question was abandoned long ago (answer it again)."""
+        store = self.services.store
+        asked = datetime.fromisoformat(question["created_at"].replace("Z", "+00:00"))
+        if (datetime.now(UTC) - asked).total_seconds() > TAKEOVER_AFTER_S:
+            return await store.get_message(org_id, answer_id)
+        deadline = time.monotonic() + IN_PROGRESS_WAIT_S
+        while (done := await store.get_message(org_id, answer_id)) is None:
+            if time.monotonic() > deadline:
+                raise AnswerInProgress(answer_id)
+            await asyncio.sleep(_POLL_S)
+        return done
+
     async def ask_kb(
-        self, org_id: str, question: str, *, session_id: str | None = None
-    ) -> dict[str, Any]:
-        """A Q&A answer from the knowledge base; stored when asked within a Q&A session."""
+        self, org_id: str, question: str, *, session_id: str | None = None,
+        message_id: str | None = None,
+    ) -> dict[str, Any]:  # fmt: skip
+        """A Q&A answer from the knowledge base; stored when asked within a Q&A session (a
+        retry with the same `message_id` gets that answer, not a second one)."""
         store = self.services.store
         history: list[Message] = []
+        answer_id = None
         if session_id is not None:
+            mid = None if message_id is None else f"{session_id}:{message_id}"
             rows = await store.list_messages(org_id, session_id, limit=self.history_messages)
-            if await store.add_message(org_id, session_id, "user", question, kind="qna") is None:
+            user, created = await store.add_message_once(
+                org_id, session_id, "user", question, kind="qna", message_id=mid
+            )
+            if user is None:
                 raise SessionNotFound(session_id)
+            answer_id = None if mid is None else answer_message_id(mid)
+            waited = (
+                None if answer_id is None or created else self._answer_of(org_id, answer_id, user)
+            )
+            if waited is not None and (done := await waited):
+                return done
             history = [_as_message(m) for m in rows]
         ctx = ToolContext(
             org_id, self.services.embedder, self.services.retriever, self.services.analytics
         )
+        config = self.agent.config
+        params = ModelParams(tool_choice="none", timeout_s=config.model_timeout_s,
+                             max_tokens=config.max_tokens)  # fmt: skip
         answer = await answer_from_kb(self.agent.model, ctx, self.services.org_names.get(org_id, org_id),
-                                      history, question)  # fmt: skip
+                                      history, question, params=params)  # fmt: skip
         await store.add_usage(org_id, answer.tokens)
         fields = {"sources": [s.model_dump() for s in answer.sources], "tool_steps": answer.tool_steps,
                   "timings": answer.timings}  # fmt: skip
         if session_id is None:
             return {"role": "assistant", "content": answer.content, **fields}
-        return await store.add_message(
-            org_id, session_id, "assistant", answer.content, kind="qna", **fields
-        )
+        stored = await store.add_message(
+            org_id, session_id, "assistant", answer.content, kind="qna", message_id=answer_id,
+            **fields,
+        )  # fmt: skip
+        if stored is None:
+            raise SessionNotFound(session_id)
+        return stored
 
 
 def answer_message_id(message_id: str) -> str:

@@ -8,6 +8,7 @@ in memory, per ingress replica.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -35,7 +36,8 @@ from a2a.types.a2a_pb2 import (
 )
 from starlette.requests import Request
 
-from crow.api.routes_chat import new_session
+from crow.api.routes_chat import chat_error, new_session
+from crow.chat import AnswerInProgress, SessionNotFound
 from crow.services import Services
 from models.errors import ModelError
 
@@ -132,6 +134,15 @@ class SessionMap:
         return session["id"]
 
 
+def _idempotency_key(context: RequestContext) -> str | None:
+    """The client's message id: a resent message/send is answered once (ids the chat API
+    accepts are ``[A-Za-z0-9_-]{1,64}``; others are hashed into that shape)."""
+    raw = context.message.message_id if context.message else ""
+    if not raw:
+        return None
+    return "a2a-" + hashlib.sha256(raw.encode()).hexdigest()[:32]
+
+
 def _org(context: ServerCallContext) -> str:
     return str(context.state.get("org_id", ""))
 
@@ -160,9 +171,12 @@ class CrowAgentExecutor(AgentExecutor):
         await updater.start_work()
         try:
             session_id = await sessions.resolve(services, org_id, context_id)
-            answer = await services.chat.send(org_id, session_id, question)
-        except ModelError as exc:
-            message = f"the model could not answer: {exc}"
+            answer = await services.chat.send(
+                org_id, session_id, question, message_id=_idempotency_key(context)
+            )
+        except (ModelError, SessionNotFound, AnswerInProgress) as exc:
+            message = f"the model could not answer: {exc}" if isinstance(exc, ModelError) else (
+                chat_error(exc).message)  # fmt: skip
             await updater.failed(new_text_message(message, context_id=context_id, task_id=task_id))
             return
         await updater.add_artifact(

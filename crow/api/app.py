@@ -31,6 +31,7 @@ from crow.api.guard import AuthGuard
 from crow.api.limits import BodyLimit, RequestMetrics
 from crow.api.mcp_server import MCP_PATH, McpEndpoint
 from crow.api.openapi import ERROR_RESPONSES, document_errors
+from crow.api.routes_chat import CHAT_ERRORS
 from crow.services import Services
 from models.chat import ChatModel
 from models.messages import AssistantTurn
@@ -64,7 +65,7 @@ def create_app(
         responses=ERROR_RESPONSES,
     )
     app.state.services = services
-    install_error_handlers(app, extra_errors)
+    install_error_handlers(app, {**CHAT_ERRORS, **(extra_errors or {})})
     limits, auth = services.settings.limits, services.settings.auth
     # The last added runs first: metrics, then the guard, then the body bounds.
     app.add_middleware(BodyLimit, limit=limits.max_body_bytes,

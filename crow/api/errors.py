@@ -90,7 +90,9 @@ def install_error_handlers(
     for exc_type, answer in (extra or {}).items():
 
         async def handler(_: Request, exc: Exception, answer: ApiError = answer) -> JSONResponse:
-            return error_response(answer.status, answer.code, answer.message)
+            response = error_response(answer.status, answer.code, answer.message)
+            response.headers.update(answer.headers or {})
+            return response
 
         app.add_exception_handler(exc_type, handler)
     app.add_exception_handler(ApiError, _api_error)

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from crow.api.deps import ChatOrg, OrgDep, ServicesDep, require_path_org
 from crow.api.errors import ApiError, error_body
+from crow.chat import AnswerInProgress, SessionNotFound
 from crow.services import Services
 from models.errors import ModelError, ModelTimeout, PromptTooLong
 
@@ -50,6 +51,21 @@ async def own_session(services: Services, org_id: str, session_id: str) -> dict[
     if session is None:
         raise ApiError(404, "session_not_found", "no such session")
     return session
+
+
+CHAT_ERRORS: dict[type[Exception], ApiError] = {
+    SessionNotFound: ApiError(404, "session_not_found", "no such session (deleted?)"),
+    AnswerInProgress: ApiError(409, "message_in_progress",
+                               "this message_id is being answered; retry in a few seconds",
+                               headers={"Retry-After": "5"}),
+}  # fmt: skip
+
+
+def chat_error(exc: Exception) -> ApiError:
+    """The answer to an error of the chat service (also one re-raised from another replica)."""
+    if isinstance(exc, ModelError):
+        return model_error(exc)
+    return next(answer for kind, answer in CHAT_ERRORS.items() if isinstance(exc, kind))
 
 
 def model_error(exc: ModelError) -> ApiError:
@@ -150,8 +166,8 @@ async def stream_message(
                 org_id, session_id, content, message_id=body.message_id
             ):
                 yield f"event: {event['type']}\ndata: {json.dumps(event, default=str)}\n\n"
-        except ModelError as exc:
-            err = model_error(exc)
+        except (ModelError, SessionNotFound, AnswerInProgress) as exc:
+            err = chat_error(exc)
             yield f"event: error\ndata: {json.dumps(error_body(err.code, err.message))}\n\n"
 
     return StreamingResponse(events(), media_type="text/event-stream",

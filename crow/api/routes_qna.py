@@ -44,7 +44,9 @@ async def send_qna_message(
     question = check_message(body, services)
     await _own(services, org_id, session_id)
     try:
-        return await services.chat.ask_kb(org_id, question, session_id=session_id)
+        return await services.chat.ask_kb(
+            org_id, question, session_id=session_id, message_id=body.message_id
+        )
     except ModelError as exc:
         raise model_error(exc) from None
 

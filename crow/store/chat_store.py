@@ -46,7 +46,7 @@ class ChatStore:
         if str(path) != ":memory:":
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._con = duckdb.connect(str(path))
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # re-entrant: a check-then-write holds it throughout
         self.applied_migrations = migrate(self._con)
         self.buckets = TokenBuckets()  # rate limits: this store is the one place that holds them
 
@@ -133,15 +133,16 @@ class ChatStore:
         return [_session_out(r) for r in rows], total
 
     def delete_session(self, org_id: str, session_id: str, *, kind: SessionKind = "chat") -> bool:
-        if self.get_session(org_id, session_id, kind=kind) is None:
-            return False
-        self._transaction(
-            [
-                ("DELETE FROM messages WHERE session_id = ? AND org_id = ?", [session_id, org_id]),
-                ("DELETE FROM sessions WHERE id = ? AND org_id = ?", [session_id, org_id]),
-            ]
-        )
-        return True
+        with self._lock:
+            if self.get_session(org_id, session_id, kind=kind) is None:
+                return False
+            self._transaction(
+                [
+                    ("DELETE FROM messages WHERE session_id = ? AND org_id = ?", [session_id, org_id]),
+                    ("DELETE FROM sessions WHERE id = ? AND org_id = ?", [session_id, org_id]),
+                ]
+            )
+            return True
 
     # --- messages --------------------------------------------------------------------
     def add_message(
@@ -158,35 +159,55 @@ class ChatStore:
         message_id: str | None = None,
     ) -> dict[str, Any] | None:
         """Append a message; None when the session is not this org's. Idempotent on message_id."""
-        session = self.get_session(org_id, session_id, kind=kind)
-        if session is None:
-            return None
-        mid = message_id or new_id("msg")
-        existing = self.get_message(org_id, mid)
-        if existing is not None:
-            return existing
-        now = _now()
-        statements = [
-            (
-                """
-                INSERT INTO messages
-                SELECT ?, ?, ?, coalesce(max(seq), 0) + 1, ?, ?, ?, ?, ?, ?
-                FROM messages WHERE session_id = ?
-                """,
-                [
-                    mid, session_id, org_id, role, content,
-                    json.dumps(sources or []), json.dumps(tool_steps or []),
-                    json.dumps(timings or {}), now, session_id,
-                ],
-            ),
-            ("UPDATE sessions SET updated_at = ? WHERE id = ?", [now, session_id]),
-        ]  # fmt: skip
-        if role == "user" and not session["title"]:
-            statements.append(
-                ("UPDATE sessions SET title = ? WHERE id = ?", [session_title(content), session_id])
-            )
-        self._transaction(statements)
-        return self.get_message(org_id, mid)
+        return self.add_message_once(
+            org_id, session_id, role, content, kind=kind, sources=sources, tool_steps=tool_steps,
+            timings=timings, message_id=message_id,
+        )[0]  # fmt: skip
+
+    def add_message_once(
+        self,
+        org_id: str,
+        session_id: str,
+        role: Role,
+        content: str,
+        *,
+        kind: SessionKind = "chat",
+        sources: list[dict[str, Any]] | None = None,
+        tool_steps: list[dict[str, Any]] | None = None,
+        timings: dict[str, float] | None = None,
+        message_id: str | None = None,
+    ) -> tuple[dict[str, Any] | None, bool]:
+        """(the message, whether this call stored it): of concurrent calls with one
+        message_id exactly one stores it; the others get it back with False."""
+        with self._lock:  # the check and the insert are one step
+            session = self.get_session(org_id, session_id, kind=kind)
+            if session is None:
+                return None, False
+            mid = message_id or new_id("msg")
+            existing = self.get_message(org_id, mid)
+            if existing is not None:
+                return existing, False
+            now = _now()
+            statements = [
+                (
+                    """
+                    INSERT INTO messages
+                    SELECT ?, ?, ?, coalesce(max(seq), 0) + 1, ?, ?, ?, ?, ?, ?
+                    FROM messages WHERE session_id = ?
+                    """,
+                    [
+                        mid, session_id, org_id, role, content,
+                        json.dumps(sources or []), json.dumps(tool_steps or []),
+                        json.dumps(timings or {}), now, session_id,
+                    ],
+                ),
+                ("UPDATE sessions SET updated_at = ? WHERE id = ?", [now, session_id]),
+            ]  # fmt: skip
+            if role == "user" and not session["title"]:
+                title = session_title(content)
+                statements.append(("UPDATE sessions SET title = ? WHERE id = ?", [title, session_id]))
+            self._transaction(statements)
+            return self.get_message(org_id, mid), True
 
     def get_message(self, org_id: str, message_id: str) -> dict[str, Any] | None:
         rows = self._query(

@@ -1,0 +1,102 @@
+"""Idempotency under concurrency: a message id is answered once, whatever arrives when."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from fastapi.testclient import TestClient
+
+from crow.agent.loop import Agent
+from crow.api.app import create_app
+from crow.chat import AnswerInProgress, ChatService, ChatServices, SessionNotFound
+from crow.services import ThreadProxy
+from models.messages import AssistantTurn
+from models.testing import ScriptedChatModel
+from tests.conftest import assert_error
+from tests.demo_env import build_demo_env
+
+A = "acme-outdoor"
+BASE = "/api/v1/chat/sessions"
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    return build_demo_env(tmp_path_factory.mktemp("var"), interactions=200)
+
+
+def chat_service(demo, store, model) -> ChatService:
+    services = ChatServices(store=ThreadProxy(store), org_names={}, **demo.proxies())
+    return ChatService(services, Agent(model))
+
+
+@pytest.mark.faults
+def test_concurrent_sends_with_one_message_id_run_the_model_once(demo, store):
+    model = ScriptedChatModel(latency_s=0.3)
+    model.add(AssistantTurn(text="Once."))  # a second model run would find no script: an error
+    chat = chat_service(demo, store, model)
+    sid = store.create_session(A)["id"]
+
+    async def eight_at_once():
+        return await asyncio.gather(
+            *(chat.send(A, sid, "How many?", message_id="m-1") for _ in range(8))
+        )
+
+    answers = asyncio.run(eight_at_once())
+    assert {a["id"] for a in answers} == {answers[0]["id"]} and answers[0]["content"] == "Once."
+    assert len(model.calls) == 1
+    assert [m["role"] for m in store.list_messages(A, sid)] == ["user", "assistant"]
+
+
+def test_qna_messages_take_an_idempotency_key_too(demo, store):
+    model = ScriptedChatModel()
+    model.add(AssistantTurn(text="Sixty days."))
+    chat = chat_service(demo, store, model)
+    sid = store.create_session(A, kind="qna")["id"]
+    first = asyncio.run(chat.ask_kb(A, "Return window?", session_id=sid, message_id="q-1"))
+    again = asyncio.run(chat.ask_kb(A, "Return window?", session_id=sid, message_id="q-1"))
+    assert again["id"] == first["id"] and len(model.calls) == 1
+    assert len(store.list_messages(A, sid)) == 2
+
+
+def test_a_retry_while_the_first_is_still_answering_waits_then_gives_up(demo, store, monkeypatch):
+    import crow.chat
+
+    monkeypatch.setattr(crow.chat, "IN_PROGRESS_WAIT_S", 0.2)
+    chat = chat_service(demo, store, ScriptedChatModel())
+    sid = store.create_session(A)["id"]
+    store.add_message(A, sid, "user", "How many?", message_id=f"{sid}:m-2")  # being answered
+    with pytest.raises(AnswerInProgress):
+        asyncio.run(chat.send(A, sid, "How many?", message_id="m-2"))
+
+
+def test_deleting_a_session_while_it_is_answered_is_404_not_500(demo, store, ha):
+    model = ScriptedChatModel(latency_s=0.5)
+    model.add(AssistantTurn(text="Too late."))
+    app = create_app(demo.services(store, model))
+    with TestClient(app, raise_server_exceptions=False) as client:
+        sid = client.post(BASE, headers=ha).json()["id"]
+
+        async def ask_and_delete():
+            loop = asyncio.get_running_loop()
+            ask = loop.run_in_executor(None, lambda: client.post(
+                f"{BASE}/{sid}/messages", json={"content": "hi"}, headers=ha))  # fmt: skip
+            await asyncio.sleep(0.2)
+            deleted = await loop.run_in_executor(
+                None, lambda: client.delete(f"{BASE}/{sid}", headers=ha)
+            )
+            return await ask, deleted
+
+        answer, deleted = asyncio.run(ask_and_delete())
+    assert deleted.status_code == 204
+    assert_error(answer, 404, "session_not_found")
+    assert store.list_messages(A, sid) == []  # no orphan answer
+
+
+def test_the_service_says_the_session_went_away(demo, store):
+    model = ScriptedChatModel()
+    model.add(lambda *a: (store.delete_session(A, sid), AssistantTurn(text="x"))[1])
+    chat = chat_service(demo, store, model)
+    sid = store.create_session(A)["id"]
+    with pytest.raises(SessionNotFound):
+        asyncio.run(chat.send(A, sid, "hi"))
