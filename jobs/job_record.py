@@ -1,7 +1,8 @@
 """The job-run record a reindex keeps up to date (state, rows done / total).
 
-Through the running app's ChatStore deployment when there is one in this Ray cluster (the
-store file has one writer), else straight in the chat-state file (the app is down).
+Through the running app's ChatStore deployment (jobs.store_access: the chat database has one
+writer); while the store is away, records wait and go in when it is back, and the job's
+result is recorded at its end, however long the store was away (up to FINAL_RETRY_S).
 """
 
 from __future__ import annotations
@@ -15,33 +16,54 @@ from jobs.store_access import StoreAccess
 log = logging.getLogger(__name__)
 
 
+FINAL_RETRY_S = 600.0
+
+
 class JobRecorder:
     def __init__(
-        self, settings: AppSettings, org_id: str, job_id: str, *, app: str = "crow"
-    ) -> None:
+        self, settings: AppSettings, org_id: str, job_id: str, *, app: str = "crow",
+        store: StoreAccess | None = None,
+    ) -> None:  # fmt: skip
         self.org_id, self.job_id = org_id, job_id
-        self._store = StoreAccess(settings, app=app)
-        if self._call("get_job_run", org_id, job_id) is None:
-            self._call("create_job_run", org_id, "reindex", job_id=job_id)
-
-    def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        return self._store.call(method, *args, **kwargs)
+        self._store = store or StoreAccess(settings, app=app)
+        self._fields: dict[str, Any] = {}  # progress not recorded yet
+        self._versions: list[tuple[str, Any]] = []  # index versions not recorded yet
+        if self._store.call("get_job_run", org_id, job_id) is None:
+            self._store.call("create_job_run", org_id, "reindex", job_id=job_id)
 
     def update(self, **fields: Any) -> None:
-        try:
-            self._call("update_job_run", self.org_id, self.job_id, **fields)
-        except Exception:  # progress reporting must never fail the job
-            log.exception("could not record job progress")
+        """Record progress now if the store answers soon, else with the next record."""
+        self._fields.update(fields)
+        self._flush(retry_s=5.0)
 
     def record_index(self, collection: str, meta: Any) -> None:
-        self.update()
+        self._versions.append((collection, meta))
+        self._flush(retry_s=5.0)
+
+    def _flush(self, *, retry_s: float) -> bool:
         try:
-            self._call(
-                "record_index_version", self.org_id, collection, meta.version,
-                kind=meta.kind, row_count=meta.count, model=meta.model,
-            )  # fmt: skip
-        except Exception:
-            log.exception("could not record the index version")
+            while self._versions:
+                collection, meta = self._versions[0]
+                self._store.call(
+                    "record_index_version", self.org_id, collection, meta.version,
+                    kind=meta.kind, row_count=meta.count, model=meta.model, retry_s=retry_s,
+                )  # fmt: skip
+                self._versions.pop(0)
+            if self._fields:
+                fields, self._fields = self._fields, {}
+                try:
+                    self._store.call("update_job_run", self.org_id, self.job_id, retry_s=retry_s,
+                                     **fields)  # fmt: skip
+                except Exception:
+                    self._fields = {**fields, **self._fields}
+                    raise
+        except Exception:  # recording must never fail the job; it is tried again
+            log.exception("could not record job progress yet")
+            return False
+        return True
 
     def close(self) -> None:
+        """The job's result, recorded however long the store takes to come back."""
+        if not self._flush(retry_s=FINAL_RETRY_S):
+            log.error("job %s: the result could not be recorded", self.job_id)
         self._store.close()

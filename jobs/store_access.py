@@ -1,57 +1,82 @@
-"""The chat store from a job or a command: the running app's ChatStore deployment when there
-is one (the store file has exactly one writer), else the chat-state file itself (app down)."""
+"""The chat store from a job or a command, with one writer for the chat database, always.
+
+When the app runs (its Serve application is in reach), every call goes to its ChatStore
+deployment, retried with backoff while the store is away (a restarting replica), and never
+to the file. Only when no app runs (no Ray cluster, or none with the application) does the
+caller open the chat-state file itself: then it is the only writer.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from typing import Any
 
 from crow.settings import AppSettings
 from crow.store.chat_store import ChatStore
 
 log = logging.getLogger(__name__)
+BACKOFF_S = (0.5, 1.0, 2.0, 4.0, 8.0)  # then 8 s between tries
 
 
 class StoreAccess:
     """``call(method, *args)`` on the ChatStore deployment of `app`, or on the file.
 
     `connect`: join a Ray cluster already running on this machine (a command run next to
-    `make run`); inside a Ray job the cluster is joined already.
+    `make run`); inside a Ray job the cluster is joined already. `handle`: a ChatStore
+    deployment handle to use (tests). `retry_s`: how long a call keeps retrying.
     """
 
-    def __init__(self, settings: AppSettings, *, app: str = "crow", connect: bool = False) -> None:
-        self._handle: Any = None
-        self._store: ChatStore | None = None
+    def __init__(
+        self, settings: AppSettings, *, app: str = "crow", connect: bool = False,
+        handle: Any = None, retry_s: float = 60.0,
+    ) -> None:  # fmt: skip
+        self.retry_s = retry_s
         self._joined = False
-        try:
-            self._handle = self._deployment(app, connect)
-        except Exception as exc:  # no cluster, or no app in it: the app is down
-            log.debug("no running ChatStore (%s); opening the file", exc)
-            self._leave()
+        self._store: ChatStore | None = None
+        self._handle = handle if handle is not None else self._running_app(app, connect)
+        if self._handle is None:  # no app: this process is the chat database's only writer
             self._store = ChatStore(settings.chat_db_path)
 
-    def _deployment(self, app: str, connect: bool) -> Any:
-        import ray
-        from ray import serve
+    def _running_app(self, app: str, connect: bool) -> Any:
+        """The app's ChatStore handle, or None when no app runs in reach."""
+        try:
+            import ray
+            from ray import serve
 
-        if not ray.is_initialized():
-            if not connect:
-                raise RuntimeError("not in a Ray cluster")
-            ray.init(address="auto", log_to_driver=False, logging_level="ERROR")
-            self._joined = True
-        handle = serve.get_deployment_handle("ChatStore", app_name=app)
-        handle.check_health.remote().result(timeout_s=30)
-        return handle
+            if not ray.is_initialized():
+                if not connect:
+                    return None
+                ray.init(address="auto", log_to_driver=False, logging_level="ERROR")
+                self._joined = True
+            if app not in serve.status().applications:
+                self._leave()
+                return None
+        except Exception as exc:  # no cluster, or no Serve in it
+            log.debug("no running app (%s): the chat-state file it is", exc)
+            self._leave()
+            return None
+        return serve.get_deployment_handle("ChatStore", app_name=app)
 
     @property
     def through_app(self) -> bool:
         return self._handle is not None
 
-    def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        if self._handle is not None:
-            return getattr(self._handle, method).remote(*args, **kwargs).result(timeout_s=30)
-        return getattr(self._store, method)(*args, **kwargs)
+    def call(self, method: str, *args: Any, retry_s: float | None = None, **kwargs: Any) -> Any:
+        if self._handle is None:
+            return getattr(self._store, method)(*args, **kwargs)
+        deadline = time.monotonic() + (self.retry_s if retry_s is None else retry_s)
+        for attempt in range(10**6):
+            try:
+                return getattr(self._handle, method).remote(*args, **kwargs).result(timeout_s=30)
+            except Exception as exc:
+                wait = BACKOFF_S[min(attempt, len(BACKOFF_S) - 1)]
+                if time.monotonic() + wait > deadline:
+                    raise
+                log.warning("chat store %s failed (%s); retrying in %g s", method, exc, wait)
+                time.sleep(wait)
+        raise AssertionError("unreachable")
 
     def _leave(self) -> None:
         if self._joined:
