@@ -47,7 +47,6 @@ class Limits(_Section):
     max_row_errors: int = Field(100, gt=0, description="Row errors reported per rejected batch.")
     history_messages: int = Field(10, gt=0, description="Session messages given to the model.")
     max_iterations: int = Field(5, gt=0, description="Agent loop iterations before fallback.")
-    page_size_max: int = Field(100, gt=0, description="Largest page of a paginated list.")
 
 
 class Quotas(_Section):
@@ -93,10 +92,9 @@ class AuthSettings(_Section):
 
 
 class Timeouts(_Section):
-    request_s: float = Field(120.0, gt=0, description="End-to-end budget of one request.")
     model_s: float = Field(90.0, gt=0, description="One model call.")
     tool_s: float = Field(15.0, gt=0, description="One tool call.")
-    embed_s: float = Field(15.0, gt=0, description="One embedding call.")
+    embed_s: float = Field(15.0, gt=0, description="One embedding call of a route (search, index).")
 
 
 class VLLMSettings(_Section):
@@ -212,8 +210,6 @@ class AgentSettings(_Section):
 
 
 class SearchSettings(_Section):
-    default_limit: int = Field(10, gt=0)
-    max_limit: int = Field(50, gt=0)
     exact_threshold: int = Field(50_000, gt=0, description="Rows below which search is exact.")
     nprobe: int = Field(32, gt=0, description="IVF lists scanned per query (approximate).")
     use_gpu: bool = Field(False, description="Move indexes to GPUs (faiss-gpu).")

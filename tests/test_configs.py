@@ -145,3 +145,17 @@ def test_auth_off_is_never_configured_for_a_non_loopback_bind(path):
     host = config.get("http_options", {}).get("host", "127.0.0.1")
     mode = (config["applications"][0]["args"].get("auth") or {}).get("mode", "keys")
     assert mode == "keys" or host in {"127.0.0.1", "localhost", "::1"}
+
+
+def test_every_setting_is_read_somewhere():
+    """A setting nothing reads is a promise the app doesn't keep: wire it or delete it."""
+    from crow.settings import AppSettings
+
+    sources = "\n".join(
+        p.read_text()
+        for folder in ("crow", "models", "jobs", "deployments", "indexes", "dashboard")
+        for p in (ROOT / folder).rglob("*.py")
+    )  # settings.py too: its properties read some (a declaration has no leading dot)
+    unread = [name for name in _fields(AppSettings)
+              if f".{name.rsplit('.', 1)[-1]}" not in sources]  # fmt: skip
+    assert unread == []

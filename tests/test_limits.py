@@ -138,3 +138,20 @@ def test_bodies_are_bounded_on_every_route_declared_or_chunked(settings, lake, s
         r = api.post("/v1/chat/completions", content=iter(body), headers=json_headers)
         assert r.status_code == 200, r.text
     assert model.calls[-1].messages[-1].content == "x" * 3000
+
+
+def test_a_slow_embedding_is_504_after_timeouts_embed_s(settings, lake, store):
+    import asyncio
+
+    class Stuck:
+        async def embed(self, texts):
+            await asyncio.sleep(5)
+
+    quick = AppSettings.from_args({"var_dir": str(settings.var_dir), "timeouts": {"embed_s": 0.2}})
+    services = Services(settings=quick, lake=lake, store=ThreadProxy(store), embedder=Stuck())
+    with TestClient(create_app(services), raise_server_exceptions=False) as api:
+        started = time.monotonic()
+        r = api.get("/api/v1/products/search", params={"query": "tent"},
+                    headers=key_headers(store, ORG_A))  # fmt: skip
+        assert_error(r, 504, "embed_timeout")
+        assert time.monotonic() - started < 2

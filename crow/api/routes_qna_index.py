@@ -5,12 +5,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from crow.api.deps import EditorOrg, OrgDep, SearchOrg, ServicesDep
 from crow.api.errors import ApiError
-from crow.api.routes_search import run_search
+from crow.api.routes_search import embed, run_search
 from crow.indexing import texts_for
 from crow.ingest import IngestRejected, validate_rows
 
@@ -51,7 +51,9 @@ async def qna_search(
 
 
 @router.post("/index", status_code=201, summary="Index one document now")
-async def qna_index(doc: DocumentIn, org_id: EditorOrg, services: ServicesDep) -> dict[str, Any]:
+async def qna_index(
+    doc: DocumentIn, org_id: EditorOrg, services: ServicesDep, request: Request
+) -> dict[str, Any]:
     from crow.ids import new_id
 
     row = {**doc.model_dump(), "id": doc.id or new_id("doc"), "updated_at": datetime.now(UTC)}
@@ -61,9 +63,9 @@ async def qna_index(doc: DocumentIn, org_id: EditorOrg, services: ServicesDep) -
         raise ApiError(
             422, "invalid_request", str(exc), [e.as_dict() for e in exc.errors]
         ) from None
-    vector = await services.embedder.embed(
-        texts_for("org_context", {k: [v] for k, v in record.items()})
-    )
+    vector = await embed(services, texts_for("org_context", {k: [v] for k, v in record.items()}))
+    if await request.is_disconnected():  # the client is gone: don't write what it won't see
+        raise ApiError(499, "client_closed_request", "the client closed the connection")
     version = await services.indexer.index_documents(org_id, [record], vector)
     return {"organization_id": org_id, "id": record["id"], "index_version": version}
 

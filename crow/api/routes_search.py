@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -41,6 +42,18 @@ async def time_range(
         raise ApiError(422, "invalid_request", str(exc)) from None
 
 
+async def embed(services: Services, texts: list[str]) -> Any:
+    """The texts' vectors within timeouts.embed_s (504 embed_timeout past it)."""
+    limit = services.settings.timeouts.embed_s
+    try:
+        async with asyncio.timeout(limit):
+            return await services.embedder.embed(texts)
+    except TimeoutError:
+        raise ApiError(
+            504, "embed_timeout", f"embedding took longer than {limit:g} s; try again"
+        ) from None
+
+
 async def run_search(
     services: Services,
     org_id: str,
@@ -54,7 +67,7 @@ async def run_search(
 ) -> dict[str, Any]:
     vector = None
     if query:
-        vector = (await services.embedder.embed([query]))[0]
+        vector = (await embed(services, [query]))[0]
     try:
         hits = await services.retriever.search(
             org_id, collection, vector, k=limit + offset, flt=flt, sort=sort
