@@ -47,6 +47,9 @@ class Limits(_Section):
     max_row_errors: int = Field(100, gt=0, description="Row errors reported per rejected batch.")
     history_messages: int = Field(10, gt=0, description="Session messages given to the model.")
     max_iterations: int = Field(5, gt=0, description="Agent loop iterations before fallback.")
+    a2a_task_retention_h: float = Field(
+        24.0, gt=0, description="Finished A2A tasks are kept this long, then deleted."
+    )
 
 
 class Quotas(_Section):

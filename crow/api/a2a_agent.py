@@ -2,16 +2,16 @@
 
 The executor answers every A2A message with ``services.chat.send`` in a chat session of the
 caller's org (the organization of its API key); one chat session per A2A context id (the legacy
-``tasks/send`` sessionId shares the same mapping). The mapping and the A2A task store are
-in memory, per ingress replica.
+``tasks/send`` sessionId shares the same mapping). The mapping and the A2A tasks live in the
+chat store (crow.api.a2a_tasks): any Ingress replica answers any of them, and finished tasks
+are deleted after ``limits.a2a_task_retention_h``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
-from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from a2a.helpers import new_task, new_text_message, new_text_part
@@ -21,7 +21,7 @@ from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import DefaultServerCallContextBuilder
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
-from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.server.tasks import TaskUpdater
 from a2a.types.a2a_pb2 import (
     AgentCapabilities,
     AgentCard,
@@ -36,6 +36,7 @@ from a2a.types.a2a_pb2 import (
 )
 from starlette.requests import Request
 
+from crow.api.a2a_tasks import ChatStoreTaskStore
 from crow.api.routes_chat import chat_error, new_session
 from crow.chat import AnswerInProgress, SessionNotFound
 from crow.services import Services
@@ -45,7 +46,6 @@ log = logging.getLogger(__name__)
 
 A2A_RPC_PATH = "/a2a"
 CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
-_MAX_MAPPED_SESSIONS = 10_000
 BEARER_SCHEME = "bearer"
 
 _SKILLS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
@@ -108,29 +108,23 @@ def _skill(skill_id: str, name: str, description: str, examples: tuple[str, ...]
     )
 
 
-@dataclass
 class SessionMap:
-    """Client conversation ids (A2A context id, legacy sessionId) -> chat session, per org."""
-
-    limit: int = _MAX_MAPPED_SESSIONS
-    _ids: OrderedDict[tuple[str, str], str] = field(default_factory=OrderedDict)
+    """Client conversation ids (A2A context id, legacy sessionId) -> chat session, per org,
+    kept in the chat store: any Ingress replica continues any conversation."""
 
     async def resolve(self, services: Services, org_id: str, external_id: str | None) -> str:
         """The chat session for ``external_id``: itself if it is an org chat session, the one
         mapped to it, or a fresh one (remembered for the next message)."""
+        store = services.store
         if external_id:
-            if await services.store.get_session(org_id, external_id) is not None:
+            if await store.get_session(org_id, external_id) is not None:
                 return external_id
-            key = (org_id, external_id)
-            mapped = self._ids.get(key)
-            if mapped and await services.store.get_session(org_id, mapped) is not None:
-                self._ids.move_to_end(key)
+            mapped = await store.a2a_session(org_id, external_id)
+            if mapped and await store.get_session(org_id, mapped) is not None:
                 return mapped
         session = await new_session(services, org_id, "chat", None)
         if external_id:
-            self._ids[(org_id, external_id)] = session["id"]
-            while len(self._ids) > self.limit:
-                self._ids.popitem(last=False)
+            await store.map_a2a_session(org_id, external_id, session["id"])
         return session["id"]
 
 
@@ -220,7 +214,7 @@ def a2a_state(app: Any) -> A2AState:
         sessions = SessionMap()
         handler = DefaultRequestHandler(
             agent_executor=CrowAgentExecutor(),
-            task_store=InMemoryTaskStore(owner_resolver=_org),  # tasks are visible to their org
+            task_store=ChatStoreTaskStore(),  # per org, in the chat store: any replica reads it
             agent_card=agent_card(A2A_RPC_PATH),
         )
         dispatcher = JsonRpcDispatcher(

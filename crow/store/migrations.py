@@ -120,7 +120,36 @@ def m003_keys_and_usage(con: duckdb.DuckDBPyConnection) -> None:
     )
 
 
-MIGRATIONS: list[Migration] = [m001_core, m002_indexes_and_jobs, m003_keys_and_usage]
+def m004_a2a(con: duckdb.DuckDBPyConnection) -> None:
+    # A2A tasks (the protocol's JSON of each) and conversation ids -> chat sessions, per
+    # organization, so that any Ingress replica answers GetTask and continues a context.
+    con.execute(
+        """
+        CREATE TABLE a2a_tasks (
+            org_id VARCHAR NOT NULL,
+            id VARCHAR NOT NULL,
+            context_id VARCHAR NOT NULL,
+            state VARCHAR NOT NULL,
+            final BOOLEAN NOT NULL,
+            body VARCHAR NOT NULL,
+            updated_at TIMESTAMP NOT NULL,
+            PRIMARY KEY (org_id, id)
+        )
+        """
+    )
+    con.execute(
+        """
+        CREATE TABLE a2a_contexts (
+            org_id VARCHAR NOT NULL,
+            external_id VARCHAR NOT NULL,
+            session_id VARCHAR NOT NULL,
+            PRIMARY KEY (org_id, external_id)
+        )
+        """
+    )
+
+
+MIGRATIONS: list[Migration] = [m001_core, m002_indexes_and_jobs, m003_keys_and_usage, m004_a2a]
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
