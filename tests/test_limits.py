@@ -80,7 +80,11 @@ def test_the_daily_token_quota(tmp_path, store):
         for r in (api.post(f"{SESSIONS}/{sid}/messages", json={"content": "again"}, headers=a),
                   api.post("/api/v1/qna/query", json={"content": "returns?"}, headers=a),
                   api.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "x"}]},
-                           headers=a)):  # fmt: skip
+                           headers=a),
+                  # an A2A message sent not to wait for (fire and forget) counts the same
+                  api.post("/a2a", headers=a, json={"jsonrpc": "2.0", "id": 1, "method": "message/send",
+                           "params": {"configuration": {"blocking": False}, "message": {
+                               "role": "user", "messageId": "m", "parts": [{"kind": "text", "text": "x"}]}}})):  # fmt: skip
             error = assert_error(r, 429, "quota_exceeded")
             assert 0 < int(r.headers["retry-after"]) <= 86_400 and "00:00 UTC" in error["message"]
         assert api.get("/api/v1/usage", headers=b).json()["tokens_used"] == 0  # per organization
