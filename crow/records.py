@@ -98,11 +98,22 @@ class Pattern(_Row):
     _utc = field_validator("detected_at")(_aware)
 
 
+DOCUMENT_ORIGIN_PATTERN = r"^(api|ingest|source:(git|folder))$"
+
+
 class Document(_Row):
     title: str = Field(min_length=1, max_length=300)
     context_type: str = Field(min_length=1, max_length=64)
     body: str = Field(min_length=1, max_length=200_000)
     updated_at: datetime
+    origin: str = Field(
+        "ingest",
+        pattern=DOCUMENT_ORIGIN_PATTERN,
+        description="How the document arrived: 'ingest' (an upload, the default), 'api' "
+        "(POST /qna/index) or 'source:git' / 'source:folder' (the organization's knowledge "
+        "source; a source reindex replaces exactly these). Rows stored before this field "
+        "existed read as null.",
+    )
 
     _utc = field_validator("updated_at")(_aware)
 
@@ -174,6 +185,7 @@ COLLECTIONS: dict[str, Collection] = {
                     ("context_type", pa.string()),
                     ("body", pa.string()),
                     ("updated_at", _TS),
+                    ("origin", pa.string()),
                 ]
             ),
         ),

@@ -6,7 +6,6 @@ import asyncio
 import json
 import logging
 import sys
-from datetime import UTC, datetime
 from typing import Any
 
 from ray import serve
@@ -33,6 +32,8 @@ def env_for_job(args: dict[str, Any]) -> dict[str, str]:
 
 @serve.deployment(name="ReindexControl", num_replicas=1, ray_actor_options={"num_cpus": 0})
 class ReindexControlDeployment(Indexer):
+    log = log  # schedule decisions in the replica log
+
     async def __init__(
         self, settings: dict[str, Any], chat_store: DeploymentHandle, retriever: DeploymentHandle
     ) -> None:
@@ -42,7 +43,6 @@ class ReindexControlDeployment(Indexer):
         super().__init__(AppSettings.from_args(settings), HandleProxy(chat_store), notify=notify)
         self._args = settings
         self._client: JobSubmissionClient | None = None
-        self._last_runs: dict[str, str] = {}
         self._scheduler = asyncio.create_task(self._schedule_loop())
         if self.settings.reindex.index_missing_on_start:
             self._first = asyncio.create_task(self._index_missing())
@@ -83,9 +83,6 @@ class ReindexControlDeployment(Indexer):
             record = await self.store.get_job_run(org_id, job_id)
         return {**record, "ray_status": str(ray_status)}
 
-    async def schedule(self, org_id: str) -> dict[str, Any]:
-        return {**await super().schedule(org_id), "last_run": self._last_runs.get(org_id)}
-
     async def _index_missing(self) -> None:
         """First start: one job per org that has data but no index yet, one at a time."""
         for org in self.lake.list_orgs():
@@ -109,20 +106,8 @@ class ReindexControlDeployment(Indexer):
             log.info("%s reindex %s %s", org_id, job["id"], job["state"])
 
     async def _schedule_loop(self) -> None:
-        since = datetime.now(UTC)
-        while True:
-            await asyncio.sleep(SCHEDULE_TICK_S)
-            now = datetime.now(UTC)
-            for org_id in self.due(now, since):
-                try:
-                    job = await self.submit(
-                        org_id, ["products", "interactions", "patterns", "org_context"], True
-                    )
-                    self._last_runs[org_id] = now.isoformat()
-                    log.info("scheduled reindex of %s submitted as %s", org_id, job["id"])
-                except Exception:
-                    log.exception("scheduled reindex of %s could not be submitted", org_id)
-            since = now
+        """Indexer.run_schedule: a due org whose reindex still runs is skipped and logged."""
+        await self.run_schedule(SCHEDULE_TICK_S)
 
     def check_health(self) -> None:
         if self._scheduler.done():

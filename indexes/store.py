@@ -4,16 +4,28 @@ A version directory holds ``index.faiss``, ``ids.npy`` and ``meta.json``. New ve
 written under ``<collection>/.staging/<version>/`` and only ``publish`` moves them next to
 the others (one ``os.rename``) and then points ``CURRENT`` at them (temp file +
 ``os.replace``). Readers follow ``CURRENT`` only, so an unpublished or half-written version
-is never served, and a failed build leaves the previous version serving.
+is never served, and a failed build leaves the previous version serving: a process killed
+anywhere in ``publish`` (even after the rename, before ``CURRENT`` moves) leaves the old
+version serving and at worst an unreferenced version directory that ``prune`` removes later.
+
+Writers of one (org, collection) serialize on :meth:`IndexStore.lock`, a ``flock`` on
+``<collection>/.lock``: it holds across threads and processes (the app's single-document
+adds, the reindex Ray Job) and the kernel drops it when its holder dies, so a killed writer
+never leaves a stale lock behind.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
 import secrets
 import shutil
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,6 +39,27 @@ VERSION_RE = re.compile(r"^v\d{8}T\d{6}\d{6}Z-[0-9a-f]{6}$")
 META_FILE = "meta.json"
 CURRENT_FILE = "CURRENT"
 STAGING_DIR = ".staging"
+LOCK_FILE = ".lock"
+LOCK_TIMEOUT_S = 300.0
+
+fault_hook: Callable[[str], None] | None = None
+"""Tests only: called at named points of a write ("publish:staged", "publish:renamed") so
+a test can kill the process there."""
+
+
+def fault_point(point: str) -> None:
+    if fault_hook is not None:
+        fault_hook(point)
+
+
+class IndexLockTimeout(TimeoutError):
+    """Another writer held the (org, collection) lock for longer than the timeout."""
+
+
+# Re-entrancy: the thread that holds a collection's flock may take it again (an add inside a
+# caller's critical section). Keyed by lock path; value: (thread id, depth).
+_held: dict[str, tuple[int, int]] = {}
+_held_guard = threading.Lock()
 
 
 class IndexNotFoundError(LookupError):
@@ -83,7 +116,8 @@ class IndexStore:
     """Versions of FAISS indexes per (org, collection) under ``root``.
 
     ``keep`` is how many published versions ``publish`` retains (the current one always
-    stays). One writer per (org, collection) at a time: the reindex job.
+    stays). Writers that read the current version and publish a successor hold
+    :meth:`lock` from the read to the publish, so none publishes over another's rows.
     """
 
     def __init__(self, root: str | Path, *, keep: int = 3) -> None:
@@ -96,6 +130,58 @@ class IndexStore:
         return self.root / validate_org(org) / validate_collection(collection)
 
     # -- writing ---------------------------------------------------------------------------
+    @contextmanager
+    def lock(
+        self, org: str, collection: str, *, timeout_s: float = LOCK_TIMEOUT_S
+    ) -> Iterator[None]:
+        """Exclusive writer lock of one (org, collection), across threads and processes.
+
+        Re-entrant in the thread that holds it. Raises IndexLockTimeout after `timeout_s`."""
+        cdir = self.collection_dir(org, collection)
+        cdir.mkdir(parents=True, exist_ok=True)
+        path = str(cdir.resolve() / LOCK_FILE)
+        me = threading.get_ident()
+        with _held_guard:
+            owner, depth = _held.get(path, (None, 0))
+            if owner == me:
+                _held[path] = (me, depth + 1)
+                reentered = True
+            else:
+                reentered = False
+        if reentered:
+            try:
+                yield
+            finally:
+                with _held_guard:
+                    owner, depth = _held[path]
+                    _held[path] = (owner, depth - 1)
+            return
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            deadline, pause = time.monotonic() + timeout_s, 0.001
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise IndexLockTimeout(
+                            f"the {org}/{collection} index is being written by another job "
+                            f"(waited {timeout_s:.0f}s)"
+                        ) from None
+                    time.sleep(pause)
+                    pause = min(pause * 2, 0.05)
+            with _held_guard:
+                _held[path] = (me, 1)
+            try:
+                yield
+            finally:
+                with _held_guard:
+                    del _held[path]
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
     def new_version(self, org: str, collection: str) -> Path:
         """Create and return an empty staging directory; its name is the version."""
         staging = self.collection_dir(org, collection) / STAGING_DIR / _new_version_name()
@@ -138,7 +224,9 @@ class IndexStore:
             missing = [f for f in (INDEX_FILE, IDS_FILE, META_FILE) if not (staging / f).is_file()]
             if missing:
                 raise ValueError(f"version {version} is incomplete: missing {missing}")
+            fault_point("publish:staged")
             os.rename(staging, target)
+            fault_point("publish:renamed")
         elif not (target / META_FILE).is_file():
             raise IndexNotFoundError(f"no staged or published version {version}")
         _write_atomic(cdir / CURRENT_FILE, version + "\n")

@@ -4,31 +4,43 @@
         [--collection products] [--full | --incremental]
 
 Full mode embeds every row (for org_context, first re-reads the org's configured knowledge
-source); incremental mode embeds only rows the current index lacks and drops rows that left
-the data. A version becomes current only once complete: a failed or killed job leaves the
-previous version serving. Progress: Ray Data's progress bars, and the job-run record
+source, whose documents replace only the source's own: crow.indexing), then catches up with
+rows written while it ran and publishes under the collection's lock; incremental mode
+embeds only rows the current index lacks and drops rows that left the data. A version
+becomes current only once complete: a failed or killed job leaves the previous version
+serving. Progress: Ray Data's progress bars, and the job-run record
 (rows done / total, state) in the chat store, also at GET /api/v1/qna/reindex/{jobId}.
 """
 
 from __future__ import annotations
 
 import argparse
-import glob as globmod
 import logging
 import os
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
-from crow import kb_source
 from crow.datalake import DataLake
-from crow.indexing import DATASET_OF, INDEX_COLLECTIONS, add_to_index, publish_index, texts_for
-from crow.ingest import validate_rows
+from crow.indexer import describe_source, load_source_records
+from crow.indexing import (
+    DATASET_OF,
+    INDEX_COLLECTIONS,
+    add_to_index,
+    merge_source,
+    publish_full_build,
+    read_snapshot,
+    source_table,
+    texts_for,
+)
 from crow.settings import AppSettings, EmbedderSettings
 from indexes.store import IndexNotFoundError, IndexStore
 from indexes.vector_index import IndexParams
@@ -88,61 +100,103 @@ def reindex_collection(
         exact_threshold=settings.search.exact_threshold, nprobe=settings.search.nprobe
     )
     detail: dict[str, Any] = {"collection": collection, "mode": "full" if full else "incremental"}
-    source = settings.orgs.get(org_id)
-    if full and collection == "org_context" and source and source.knowledge_source:
-        ks = source.knowledge_source
-        loaded = kb_source.load(ks.kind, ks.location, ref=ks.ref)
-        lake.write(
-            org_id, "documents", [validate_rows("documents", loaded.documents)], mode="replace"
-        )
-        detail["source_revision"] = loaded.revision
+    source = None
+    if full and collection == "org_context":
+        recorder.update(detail="org_context: reading the knowledge source")
+        if loaded := load_source_records(settings, org_id):
+            records, info = loaded
+            detail.update(info)
+            source = source_table(records)
+            recorder.update(detail=describe_source(info))
     dataset = DATASET_OF[collection]
-    table = lake.read_table(org_id, dataset)
-    data_ids = table["id"].to_pylist()
+    started = time.perf_counter()
+    model = settings.embedder.model
+    tmp_root = settings.var_dir / "tmp"
+    meta, remove = None, []
     if full:
-        todo, remove = data_ids, []
+        # The source's documents replace only the source's own (see crow.indexing); other
+        # collections embed straight from the dataset's Parquet files.
+        now = read_snapshot(lake, org_id, dataset)
+        table = merge_source(now.table, source) if source is not None else now.table
+        recorder.update(state="running", rows_total=table.num_rows, rows_done=0,
+                        detail=f"{collection}: embedding {table.num_rows} rows")  # fmt: skip
+
+        def embed_table(rows: pa.Table, paths: list[str] | None = None) -> np.ndarray:
+            return _embed_table(settings, collection, rows, paths, tmp_root,
+                                lambda n: recorder.update(rows_done=n))  # fmt: skip
+
+        direct = list(now.fingerprint) if source is None and dataset != "documents" else None
+        vectors = embed_table(table, direct) if table.num_rows else None
+        meta = publish_full_build(
+            lake, store, org_id, collection, now.fingerprint, table, vectors, embed_table,
+            model=model, dim=lambda: _embedder_dim(settings), params=params, source=source,
+            extra=detail,
+        )  # fmt: skip
+        rows = table.num_rows
     else:
+        table = lake.read_table(org_id, dataset)
+        data_ids = table["id"].to_pylist()
         try:
             indexed = set(str(i) for i in store.load(org_id, collection).ids if i)
         except IndexNotFoundError:
             indexed = set()
         todo = [i for i in data_ids if i not in indexed]
         remove = sorted(indexed - set(data_ids))
-    recorder.update(state="running", rows_total=len(todo), rows_done=0,
-                    detail=f"{collection}: embedding {len(todo)} rows")  # fmt: skip
-    started = time.perf_counter()
-    if todo:
-        if full:
-            source_paths = sorted(globmod.glob(lake.parquet_glob(org_id, dataset) or ""))
-        else:
-            source_paths = _subset_parquet(table, todo, settings.var_dir / "tmp")
-        ids, vectors = embed_with_ray(
-            settings, source_paths, collection, len(todo), lambda n: recorder.update(rows_done=n)
-        )
-    else:
+        recorder.update(state="running", rows_total=len(todo), rows_done=0,
+                        detail=f"{collection}: embedding {len(todo)} rows")  # fmt: skip
         ids, vectors = [], None
-    model = settings.embedder.model
-    if full:
-        dim = None if vectors is not None else _embedder_dim(settings)
-        meta = publish_index(store, org_id, collection, ids, vectors, model=model, dim=dim,
-                             params=params, extra=detail)  # fmt: skip
-    elif vectors is not None or remove:
-        vecs = (
-            vectors
-            if vectors is not None
-            else np.zeros((0, store.meta(org_id, collection).dim), np.float32)
-        )
-        meta = add_to_index(
-            store, org_id, collection, ids, vecs, model=model, remove=remove, params=params
-        )
-    else:
-        meta = None
+        if todo:
+            subset = table.filter(pc.is_in(table["id"], value_set=pa.array(todo)))
+            vectors = _embed_table(settings, collection, subset, None, tmp_root,
+                                   lambda n: recorder.update(rows_done=n))  # fmt: skip
+            ids = subset["id"].to_pylist()
+        if vectors is not None or remove:
+            vecs = (
+                vectors
+                if vectors is not None
+                else np.zeros((0, store.meta(org_id, collection).dim), np.float32)
+            )
+            meta = add_to_index(
+                store, org_id, collection, ids, vecs, model=model, remove=remove, params=params
+            )
+        rows = len(ids)
     if meta is not None:
         recorder.record_index(collection, meta)
     seconds = time.perf_counter() - started
-    _record_metrics(collection, len(ids), seconds)
-    return {**detail, "rows": len(ids), "removed": len(remove), "seconds": round(seconds, 2),
+    _record_metrics(collection, rows, seconds)
+    return {**detail, "rows": rows, "removed": len(remove), "seconds": round(seconds, 2),
             "version": meta.version if meta else None}  # fmt: skip
+
+
+def _embed_table(
+    settings: AppSettings,
+    collection: str,
+    table: pa.Table,
+    paths: list[str] | None,
+    tmp_root: Path,
+    on_rows: Callable[[int], None],
+) -> np.ndarray:
+    """Vectors of `table`'s rows, in its order, from the Ray Data embedding pool; `paths`:
+    Parquet files that hold exactly these rows (else they are written to a temp file)."""
+    tmp = None
+    if paths is None:
+        tmp_root.mkdir(parents=True, exist_ok=True)
+        tmp = tmp_root / f"reindex-{uuid.uuid4().hex}.parquet"
+        pq.write_table(table, tmp)
+        paths = [str(tmp)]
+    try:
+        ids, vectors = embed_with_ray(settings, paths, collection, table.num_rows, on_rows)
+    finally:
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
+    if vectors is None:
+        raise RuntimeError(f"the embedding pool returned no vectors for {table.num_rows} rows")
+    at = {doc_id: pos for pos, doc_id in enumerate(ids)}
+    try:
+        order = [at[str(doc_id)] for doc_id in table["id"].to_pylist()]
+    except KeyError as exc:
+        raise RuntimeError(f"the embedding pool lost row {exc}") from None
+    return vectors[order]
 
 
 def _record_metrics(collection: str, rows: int, seconds: float) -> None:
@@ -154,16 +208,6 @@ def _record_metrics(collection: str, rows: int, seconds: float) -> None:
         metrics.observe("crow_reindex_seconds", seconds, collection=collection)
     except Exception as exc:  # metrics must never fail a reindex
         log.info("reindex metrics not recorded: %s", exc)
-
-
-def _subset_parquet(table: pa.Table, ids: list[str], tmp_root: Path) -> list[str]:
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
-    tmp_root.mkdir(parents=True, exist_ok=True)
-    path = tmp_root / f"reindex-{uuid.uuid4().hex}.parquet"
-    pq.write_table(table.filter(pc.is_in(table["id"], value_set=pa.array(ids))), path)
-    return [str(path)]
 
 
 def _embedder_dim(settings: AppSettings) -> int:
@@ -209,15 +253,17 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     ray.init(address=os.environ.get("RAY_ADDRESS"), ignore_reinit_error=True, log_to_driver=True)
     recorder = JobRecorder(settings, args.org, args.job_id)
-    done = 0
+    done, notes = 0, ["done"]
     try:
         for collection in args.collection or INDEX_COLLECTIONS:
             result = reindex_collection(settings, args.org, collection, full=not args.incremental,
                                         recorder=recorder)  # fmt: skip
             done += result["rows"]
+            if "source_kind" in result:
+                notes.append(describe_source(result))
             print(f"{args.org}/{collection}: {result}", flush=True)
         notify_retrievers()
-        recorder.update(state="succeeded", rows_done=done, detail="done")
+        recorder.update(state="succeeded", rows_done=done, detail="; ".join(notes)[:1000])
         return 0
     except BaseException as exc:
         recorder.update(state="failed" if isinstance(exc, Exception) else "stopped",

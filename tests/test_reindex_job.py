@@ -43,7 +43,12 @@ def test_full_then_incremental_reindex(ray_cluster, tmp_path, monkeypatch):
             "200",
         ]
     )
-    args = {"var_dir": str(var), "reindex": {"batch_size": 64}}
+    kb = tmp_path / "kb"  # the org's knowledge source: its pages join the seeded documents
+    kb.mkdir()
+    (kb / "returns.md").write_text("# Returns\nSixty days with a receipt.\n")
+    (kb / "hours.md").write_text("# Hours\nOpen nine to five.\n")
+    args = {"var_dir": str(var), "reindex": {"batch_size": 64},
+            "orgs": {ORG: {"knowledge_source": {"kind": "folder", "location": str(kb)}}}}  # fmt: skip
     for key, value in env_for_job(args).items():  # how ReindexControl hands settings to the job
         monkeypatch.setenv(key, value)
     settings = AppSettings()
@@ -62,7 +67,9 @@ def test_full_then_incremental_reindex(ray_cluster, tmp_path, monkeypatch):
     assert reindex.main([*argv, "--job-id", "job_full"]) == 0
     store = IndexStore(settings.index_dir)
     first = store.current(ORG, "org_context")
-    assert store.meta(ORG, "patterns").count == 40 and store.meta(ORG, "org_context").count == 25
+    assert store.meta(ORG, "patterns").count == 40 and store.meta(ORG, "org_context").count == 27
+    origins = DataLake(settings.data_dir).read_table(ORG, "documents")["origin"].to_pylist()
+    assert origins.count("source:folder") == 2 and origins.count("ingest") == 25
     assert store.meta(ORG, "org_context").dim == 384  # the real bundled MiniLM
 
     # A new document and a deleted one: incremental embeds one row and drops one.
@@ -76,14 +83,16 @@ def test_full_then_incremental_reindex(ray_cluster, tmp_path, monkeypatch):
                          "--job-id", "job_inc"]) == 0  # fmt: skip
     index = store.load(ORG, "org_context")
     live = {i for i in index.ids if i}
-    assert "doc-new" in live and "doc-001" not in live and index.count == 25
+    assert "doc-new" in live and "doc-001" not in live and index.count == 27
+    assert {"kb-returns.md", "kb-hours.md"} <= live
     assert store.current(ORG, "org_context") != first
 
     chat = ChatStore(settings.chat_db_path)
     try:
         full, inc = chat.get_job_run(ORG, "job_full"), chat.get_job_run(ORG, "job_inc")
         assert full["state"] == inc["state"] == "succeeded"
-        assert full["rows_done"] == 65 and inc["rows_done"] == 1
+        assert full["rows_done"] == 67 and inc["rows_done"] == 1
+        assert "knowledge source folder" in full["detail"] and "2 documents" in full["detail"]
         assert {v["collection"] for v in chat.list_index_versions(ORG)} == {
             "patterns",
             "org_context",
