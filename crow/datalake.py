@@ -9,7 +9,13 @@ Layout::
 Appends add one part file (written to a temp name, then renamed). Upserts and replaces
 write a whole new version directory and switch the symlink with one ``os.replace``, so a
 reader sees the old or the new dataset, never a mix. Writers of one collection are
-serialized with a file lock; readers (DuckDB, Ray Data, any process) take no lock.
+serialized with a file lock (``flock``: across threads and processes, and released by the
+kernel when a writer dies); readers (DuckDB, Ray Data, any process) take no lock.
+
+Everything a write decides is decided under the lock: an append's check that its ids are
+new, and the next version's number. A writer killed mid-write leaves a staging directory,
+a temp part or a version it never published; only a lock holder makes them, so whatever the
+next lock holder finds is a dead writer's, and it removes them before writing.
 """
 
 from __future__ import annotations
@@ -35,11 +41,22 @@ from crow.records import COLLECTIONS, get_collection
 
 WriteMode = Literal["append", "upsert", "replace"]
 _VERSION_RE = re.compile(r"^\.(?P<name>[a-z_]+)\.v(?P<n>\d+)$")
+_STAGING_RE = re.compile(r"^\.(?P<name>[a-z_]+)\.v(?P<n>\d+)\.staging$")
+_LINK_TMP_RE = re.compile(r"^\.(?P<name>[a-z_]+)\.link-[0-9a-f]{32}$")
+_PART_TMP_GLOB = ".part-*.parquet.tmp"
 _KEEP_OLD_VERSIONS = 1  # a reader that resolved the previous version can still finish
 
 
 class UnknownOrganization(LookupError):
     pass
+
+
+class IdsAlreadyExist(ValueError):
+    """An append's ids that the collection already holds; nothing was written."""
+
+    def __init__(self, ids: set[str]) -> None:
+        super().__init__(f"{len(ids)} ids already exist; nothing was written")
+        self.ids = ids
 
 
 class DataLake:
@@ -116,10 +133,16 @@ class DataLake:
         batches: Iterable[list[dict[str, Any]]],
         mode: WriteMode = "append",
     ) -> int:
-        """Write already-validated records; returns the number of rows written."""
+        """Write already-validated records; returns the number of rows written.
+
+        An append of an id the collection holds raises IdsAlreadyExist and writes nothing
+        (upsert replaces rows by id). The check is made under the collection's lock, so two
+        appends of the same rows at once write them once.
+        """
         schema = get_collection(collection).schema_
         org_dir = self._require_org(org_id)
         with self._lock(org_dir, collection):
+            self._recover(org_dir, collection)
             if mode == "append":
                 return self._append(org_dir, collection, schema, batches)
             return self._new_version(org_id, org_dir, collection, schema, batches, mode)
@@ -131,31 +154,38 @@ class DataLake:
             target.mkdir()
             _switch_link(link, target)
         target = link.resolve()
-        written, staged = 0, []
+        # One part file for the whole append: its rename is the only step that publishes.
+        tmp = target / f".part-{uuid.uuid4().hex}.parquet.tmp"
         try:
-            for batch in batches:
-                tmp = target / f".part-{uuid.uuid4().hex}.parquet.tmp"
-                pq.write_table(pa.Table.from_pylist(batch, schema=schema), tmp)
-                staged.append(tmp)
-                written += len(batch)
-            for tmp in staged:  # all parts written: make them visible
-                os.replace(tmp, tmp.with_name(tmp.name[1:].removesuffix(".tmp")))
+            written, ids = _write_parts(tmp, schema, batches)
+            if not written:
+                return 0
+            clashes = self._ids_in(target, ids)
+            if clashes:
+                raise IdsAlreadyExist(clashes)
+            os.replace(tmp, tmp.with_name(tmp.name[1:].removesuffix(".tmp")))
         finally:
-            for tmp in staged:
-                tmp.unlink(missing_ok=True)
+            tmp.unlink(missing_ok=True)
         return written
+
+    @staticmethod
+    def _ids_in(version_dir: Path, ids: list[str]) -> set[str]:
+        if not ids or not any(version_dir.glob("part-*.parquet")):
+            return set()
+        with duckdb.connect() as con:
+            con.register("wanted", pa.table({"id": ids}))
+            rows = con.execute(
+                "SELECT DISTINCT p.id FROM read_parquet(?) p JOIN wanted USING (id)",
+                [str(version_dir / "part-*.parquet")],
+            ).fetchall()
+        return {r[0] for r in rows}
 
     def _new_version(self, org_id, org_dir, collection, schema, batches, mode) -> int:
         target = self._next_version_dir(org_dir, collection)
         staging = target.with_name(target.name + ".staging")
         staging.mkdir()
         try:
-            written, new_ids = 0, []
-            for i, batch in enumerate(batches):
-                table = pa.Table.from_pylist(batch, schema=schema)
-                pq.write_table(table, staging / f"part-{i:05d}.parquet")
-                written += len(batch)
-                new_ids.extend(r["id"] for r in batch)
+            written, new_ids = _write_parts(staging / "part-00000.parquet", schema, batches)
             if mode == "upsert":
                 old = self.read_table(org_id, collection)
                 if old.num_rows:
@@ -187,6 +217,32 @@ class DataLake:
         for n in old:
             shutil.rmtree(org_dir / f".{collection}.v{n}", ignore_errors=True)
 
+    def _recover(self, org_dir: Path, collection: str) -> None:
+        """Remove what a writer killed mid-write left. Call it holding the collection's lock:
+        then no other writer is running, and all it finds is a dead writer's."""
+        link = org_dir / collection
+        current = 0  # the published version; 0: none yet, None: unknown (keep all versions)
+        if link.is_symlink():
+            m = _VERSION_RE.match(os.readlink(link))
+            current = int(m["n"]) if m and m["name"] == collection else None
+        elif link.exists():
+            current = None
+        for p in org_dir.iterdir():
+            if (m := _STAGING_RE.match(p.name)) and m["name"] == collection:
+                shutil.rmtree(p)  # an upsert or replace that never published
+            elif (m := _LINK_TMP_RE.match(p.name)) and m["name"] == collection:
+                p.unlink(missing_ok=True)
+            elif (
+                (m := _VERSION_RE.match(p.name))
+                and m["name"] == collection
+                and current is not None
+                and int(m["n"]) > current
+            ):
+                shutil.rmtree(p)  # renamed from staging, then killed before the link switched
+        if current and link.is_dir():
+            for tmp in link.resolve().glob(_PART_TMP_GLOB):  # an append that never published
+                tmp.unlink(missing_ok=True)
+
     @contextmanager
     def _lock(self, org_dir: Path, collection: str) -> Iterator[None]:
         with open(org_dir / f".{collection}.lock", "a") as fh:
@@ -195,6 +251,24 @@ class DataLake:
                 yield
             finally:
                 fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _write_parts(path: Path, schema: pa.Schema, batches) -> tuple[int, list[str]]:
+    """Write the batches into one Parquet file (none when there are no rows): rows, ids."""
+    written, ids, writer = 0, [], None
+    try:
+        for batch in batches:
+            if not batch:
+                continue
+            if writer is None:
+                writer = pq.ParquetWriter(path, schema)
+            writer.write_table(pa.Table.from_pylist(batch, schema=schema))
+            written += len(batch)
+            ids.extend(r["id"] for r in batch)
+    finally:
+        if writer is not None:
+            writer.close()
+    return written, ids
 
 
 def _switch_link(link: Path, target: Path) -> None:
@@ -209,4 +283,4 @@ def _atomic_write_bytes(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-__all__ = ["COLLECTIONS", "DataLake", "UnknownOrganization", "WriteMode"]
+__all__ = ["COLLECTIONS", "DataLake", "IdsAlreadyExist", "UnknownOrganization", "WriteMode"]

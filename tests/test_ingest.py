@@ -193,3 +193,75 @@ def test_empty_upload_is_rejected(client):
     assert_error(
         post(client, "products", b"", content_type="application/x-ndjson"), 422, "invalid_rows"
     )
+
+
+def limited_client(client, settings, lake, store, **limits):
+    """A client of an app with other ingest limits, with the fixture's keys."""
+    from crow.api.app import create_app
+    from crow.services import Services, ThreadProxy
+    from crow.settings import AppSettings
+
+    small = AppSettings.from_args({"var_dir": str(settings.var_dir), "limits": limits})
+    c = type(client)(create_app(Services(settings=small, lake=lake, store=ThreadProxy(store))))
+    c.keys = client.keys
+    return c
+
+
+def repeated_parquet(rows: int, value: str = "Dome Tent") -> bytes:
+    """`rows` rows of one repeated value: run-length encoded, a few KB however many rows."""
+    buf = io.BytesIO()
+    pq.write_table(pa.table({"title": pa.array([value]).take([0] * rows)}), buf)
+    return buf.getvalue()
+
+
+def test_a_small_parquet_of_millions_of_rows_is_refused_before_it_is_decoded(
+    client, lake, settings
+):
+    import tracemalloc
+
+    post(client, "products", as_jsonl(PRODUCTS), content_type="application/x-ndjson")
+    before = sorted(p.name for p in settings.data_dir.rglob("*"))
+    body = repeated_parquet(10_000_000)
+    assert len(body) < 64 * 1024
+    tracemalloc.start()
+    try:
+        r = post(client, "products", body, content_type="application/vnd.apache.parquet")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    error = assert_error(r, 422, "invalid_rows")
+    assert error["message"] == "10000000 rows is more than the 500000 allowed in one batch"
+    assert peak < 20 * 1024 * 1024  # 10M rows as dicts would take gigabytes
+    assert sorted(p.name for p in settings.data_dir.rglob("*")) == before
+    assert lake.count(ORG_A, "products") == 2
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [(b'{"id": "p1"}\n' * 100_000, "application/x-ndjson"),
+     (b"id\n" + b"p1\n" * 100_000, "text/csv")],
+)  # fmt: skip
+def test_jsonl_and_csv_over_the_row_cap_are_refused_as_read(
+    client, lake, settings, store, body, content_type
+):
+    with limited_client(client, settings, lake, store, max_ingest_rows=10) as c:
+        error = assert_error(post(c, "products", body, content_type=content_type),
+                             422, "invalid_rows")  # fmt: skip
+        assert error["message"] == "more than the 10 rows allowed in one batch"
+        rows = "\n".join(json.dumps({**PRODUCTS[0], "id": f"p{i}"}) for i in range(10))
+        r = post(c, "products", rows.encode(), content_type="application/x-ndjson")
+        assert r.status_code == 201, r.text
+    assert lake.count(ORG_A, "products") == 10
+
+
+def test_a_parquet_upload_is_bounded_by_its_decoded_size(client, lake, settings, store):
+    body = repeated_parquet(2000, "x" * 100_000)  # 5 KB stored, 200 MB decoded
+    with limited_client(client, settings, lake, store, max_ingest_bytes=64 * 1024) as c:
+        error = assert_error(
+            post(c, "products", body, content_type="application/vnd.apache.parquet"),
+            422, "invalid_rows",
+        )  # fmt: skip
+        assert "bytes decoded" in error["message"]
+        r = post(c, "products", as_parquet(PRODUCTS), content_type="application/vnd.apache.parquet")
+        assert r.status_code == 201, r.text
+    assert lake.count(ORG_A, "products") == 2

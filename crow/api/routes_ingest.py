@@ -53,6 +53,10 @@ async def ingest_rows(
         fmt = detect_format(
             explicit=format, content_type=request.headers.get("content-type"), filename=None
         )
+        # Parsing, validation and the write all block: a worker thread, never the loop.
+        # Rows are counted while they are read (a Parquet file's from its footer) and the
+        # decoded size of a Parquet file is bounded, so a small upload cannot expand into
+        # millions of rows.
         written = await asyncio.to_thread(
             ingest,
             services.lake,
@@ -63,6 +67,7 @@ async def ingest_rows(
             mode=mode,
             max_rows=limits.max_ingest_rows,
             max_errors=limits.max_row_errors,
+            max_bytes=limits.max_ingest_bytes,
         )
     except UnsupportedFormat as exc:
         raise ApiError(415, "unsupported_media_type", str(exc)) from None
