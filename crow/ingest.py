@@ -17,7 +17,7 @@ import csv
 import io
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -368,6 +368,10 @@ def validate_rows(
     return records
 
 
+class IngestAbandoned(RuntimeError):
+    """Nobody waits for this batch any more: it was not written."""
+
+
 def ingest(
     lake: DataLake,
     org_id: str,
@@ -379,17 +383,21 @@ def ingest(
     max_rows: int = 500_000,
     max_errors: int = 100,
     max_bytes: int | None = None,
+    wanted: Callable[[], bool] | None = None,
 ) -> int:
     """Parse, validate and write one batch; returns rows written. All or nothing.
 
     Blocking (parsing, validation and the write): call it off the event loop. An append's
     check that its ids are new is made by the write, under the collection's lock.
+    `wanted()` False before the write (the client went away): IngestAbandoned, nothing written.
     """
     rows = parse_rows(data, fmt, max_rows=max_rows, max_bytes=max_bytes, max_errors=max_errors)
     if not rows:
         raise IngestRejected("the upload holds no rows")
     records = validate_rows(collection, rows, max_errors=max_errors)
     del rows
+    if wanted is not None and not wanted():
+        raise IngestAbandoned("the client went away before the write; nothing was written")
     batches = (records[i : i + _WRITE_BATCH] for i in range(0, len(records), _WRITE_BATCH))
     try:
         return lake.write(org_id, collection, batches, mode=mode)

@@ -265,3 +265,12 @@ def test_a_parquet_upload_is_bounded_by_its_decoded_size(client, lake, settings,
         r = post(c, "products", as_parquet(PRODUCTS), content_type="application/vnd.apache.parquet")
         assert r.status_code == 201, r.text
     assert lake.count(ORG_A, "products") == 2
+
+
+def test_a_batch_nobody_waits_for_is_not_written(lake):
+    from crow.ingest import IngestAbandoned, ingest
+
+    with pytest.raises(IngestAbandoned):
+        ingest(lake, ORG_A, "products", as_jsonl(PRODUCTS), "jsonl", wanted=lambda: False)
+    assert lake.count(ORG_A, "products") == 0
+    assert ingest(lake, ORG_A, "products", as_jsonl(PRODUCTS), "jsonl", wanted=lambda: True) == 2

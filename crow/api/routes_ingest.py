@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import threading
+from collections.abc import Callable
+from functools import partial
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request
@@ -10,7 +13,13 @@ from pydantic import BaseModel
 
 from crow.api.deps import EditorOrg, ServicesDep
 from crow.api.errors import ApiError
-from crow.ingest import IngestRejected, UnsupportedFormat, detect_format, ingest
+from crow.ingest import (
+    IngestAbandoned,
+    IngestRejected,
+    UnsupportedFormat,
+    detect_format,
+    ingest,
+)
 
 router = APIRouter(prefix="/api/v1/ingest", tags=["ingest"])
 CollectionName = Literal["products", "interactions", "patterns", "documents"]
@@ -22,6 +31,23 @@ class IngestResult(BaseModel):
     mode: str
     rows_written: int
     rows_total: int
+
+
+async def _while_connected(request: Request, work: Callable[..., int]) -> int:
+    """`work(wanted=...)` in a thread; `wanted()` turns False once the client has gone, so
+    a batch nobody waits for is parsed but not written."""
+    gone = threading.Event()
+
+    async def watch() -> None:
+        while not await request.is_disconnected():
+            await asyncio.sleep(0.25)
+        gone.set()
+
+    watcher = asyncio.create_task(watch())
+    try:
+        return await asyncio.to_thread(work, wanted=lambda: not gone.is_set())
+    finally:
+        watcher.cancel()
 
 
 @router.post(
@@ -57,7 +83,7 @@ async def ingest_rows(
         # Rows are counted while they are read (a Parquet file's from its footer) and the
         # decoded size of a Parquet file is bounded, so a small upload cannot expand into
         # millions of rows.
-        written = await asyncio.to_thread(
+        written = await _while_connected(request, partial(
             ingest,
             services.lake,
             org_id,
@@ -68,7 +94,9 @@ async def ingest_rows(
             max_rows=limits.max_ingest_rows,
             max_errors=limits.max_row_errors,
             max_bytes=limits.max_ingest_bytes,
-        )
+        ))  # fmt: skip
+    except IngestAbandoned as exc:
+        raise ApiError(499, "client_closed_request", str(exc)) from None
     except UnsupportedFormat as exc:
         raise ApiError(415, "unsupported_media_type", str(exc)) from None
     except IngestRejected as exc:
