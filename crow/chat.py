@@ -10,7 +10,6 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from crow.agent.context import ToolContext
@@ -85,7 +84,7 @@ class ChatService:
         if message_id is not None:  # a client's key is unique within its session only
             message_id = f"{session_id}:{message_id}"
         history = await store.list_messages(org_id, session_id, limit=self.history_messages)
-        user, created = await store.add_message_once(
+        user = await store.add_message(
             org_id, session_id, "user", content, kind=kind, message_id=message_id
         )
         if user is None:
@@ -93,10 +92,23 @@ class ChatService:
         yield {"type": "user_message", "message": user}
         # A client retry of a question gets its one answer, not a second model run.
         answer_id = None if message_id is None else answer_message_id(message_id)
-        waited = None if answer_id is None or created else self._answer_of(org_id, answer_id, user)
-        if waited is not None and (done := await waited):
+        if answer_id is not None and (done := await self._answer_or_claim(org_id, answer_id)):
             yield {"type": "done", "message": done}
             return
+        try:
+            async for event in self._answer(
+                org_id, session_id, content, history, user, kind, answer_id
+            ):
+                yield event
+        finally:
+            if answer_id is not None:
+                await store.release_answer(org_id, answer_id)
+
+    async def _answer(
+        self, org_id: str, session_id: str, content: str, history: list[dict[str, Any]],
+        user: dict[str, Any], kind: SessionKind, answer_id: str | None,
+    ) -> AsyncIterator[dict[str, Any]]:  # fmt: skip
+        store = self.services.store
         ctx = ToolContext(
             org_id, self.services.embedder, self.services.retriever, self.services.analytics
         )
@@ -122,21 +134,24 @@ class ChatService:
             raise SessionNotFound(session_id)
         yield {"type": "done", "message": stored}
 
-    async def _answer_of(
-        self, org_id: str, answer_id: str, question: dict[str, Any]
-    ) -> dict[str, Any] | None:
-        """The stored answer to a question another request stored: waited for while that
-        request answers; None when the question was abandoned long ago (answer it again)."""
+    async def _answer_or_claim(self, org_id: str, answer_id: str) -> dict[str, Any] | None:
+        """The stored answer to a client's message id, or None once this request has claimed
+        the answering. While another request answers it, wait (IN_PROGRESS_WAIT_S, then
+        AnswerInProgress); a claim released without an answer (a failure) or gone stale (a
+        crash, TAKEOVER_AFTER_S) is taken over."""
         store = self.services.store
-        asked = datetime.fromisoformat(question["created_at"].replace("Z", "+00:00"))
-        if (datetime.now(UTC) - asked).total_seconds() > TAKEOVER_AFTER_S:
-            return await store.get_message(org_id, answer_id)
         deadline = time.monotonic() + IN_PROGRESS_WAIT_S
-        while (done := await store.get_message(org_id, answer_id)) is None:
+        while True:
+            if done := await store.get_message(org_id, answer_id):
+                return done
+            if await store.claim_answer(org_id, answer_id, stale_after_s=TAKEOVER_AFTER_S):
+                if done := await store.get_message(org_id, answer_id):  # stored meanwhile
+                    await store.release_answer(org_id, answer_id)
+                    return done
+                return None
             if time.monotonic() > deadline:
                 raise AnswerInProgress(answer_id)
             await asyncio.sleep(_POLL_S)
-        return done
 
     async def ask_kb(
         self, org_id: str, question: str, *, session_id: str | None = None,
@@ -150,18 +165,26 @@ class ChatService:
         if session_id is not None:
             mid = None if message_id is None else f"{session_id}:{message_id}"
             rows = await store.list_messages(org_id, session_id, limit=self.history_messages)
-            user, created = await store.add_message_once(
+            user = await store.add_message(
                 org_id, session_id, "user", question, kind="qna", message_id=mid
             )
             if user is None:
                 raise SessionNotFound(session_id)
             answer_id = None if mid is None else answer_message_id(mid)
-            waited = (
-                None if answer_id is None or created else self._answer_of(org_id, answer_id, user)
-            )
-            if waited is not None and (done := await waited):
+            if answer_id is not None and (done := await self._answer_or_claim(org_id, answer_id)):
                 return done
             history = [_as_message(m) for m in rows]
+        try:
+            return await self._kb_answer(org_id, question, session_id, history, answer_id)
+        finally:
+            if answer_id is not None:
+                await store.release_answer(org_id, answer_id)
+
+    async def _kb_answer(
+        self, org_id: str, question: str, session_id: str | None, history: list[Message],
+        answer_id: str | None,
+    ) -> dict[str, Any]:  # fmt: skip
+        store = self.services.store
         ctx = ToolContext(
             org_id, self.services.embedder, self.services.retriever, self.services.analytics
         )

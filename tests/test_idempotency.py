@@ -65,9 +65,29 @@ def test_a_retry_while_the_first_is_still_answering_waits_then_gives_up(demo, st
     monkeypatch.setattr(crow.chat, "IN_PROGRESS_WAIT_S", 0.2)
     chat = chat_service(demo, store, ScriptedChatModel())
     sid = store.create_session(A)["id"]
-    store.add_message(A, sid, "user", "How many?", message_id=f"{sid}:m-2")  # being answered
+    store.add_message(A, sid, "user", "How many?", message_id=f"{sid}:m-2")
+    assert store.claim_answer(A, f"{sid}:m-2:answer", stale_after_s=600)  # being answered
     with pytest.raises(AnswerInProgress):
         asyncio.run(chat.send(A, sid, "How many?", message_id="m-2"))
+    # a claim older than the takeover time is a crashed request's: the retry answers
+    monkeypatch.setattr(crow.chat, "TAKEOVER_AFTER_S", 0.0)
+    model = chat.agent.model
+    model.add(AssistantTurn(text="Taken over."))
+    assert asyncio.run(chat.send(A, sid, "How many?", message_id="m-2"))["content"] == "Taken over."
+
+
+def test_a_retry_after_a_failed_answer_answers(demo, store):
+    from models.errors import ModelUnavailable
+
+    model = ScriptedChatModel()
+    model.add(ModelUnavailable("down"), ModelUnavailable("down"), AssistantTurn(text="Back."))
+    chat = chat_service(demo, store, model)
+    sid = store.create_session(A)["id"]
+    with pytest.raises(ModelUnavailable):
+        asyncio.run(chat.send(A, sid, "How many?", message_id="m-3"))
+    answer = asyncio.run(chat.send(A, sid, "How many?", message_id="m-3"))
+    assert answer["content"] == "Back."
+    assert [m["role"] for m in store.list_messages(A, sid)] == ["user", "assistant"]
 
 
 def test_deleting_a_session_while_it_is_answered_is_404_not_500(demo, store, ha):

@@ -161,35 +161,16 @@ class ChatStore:
         timings: dict[str, float] | None = None,
         message_id: str | None = None,
     ) -> dict[str, Any] | None:
-        """Append a message; None when the session is not this org's. Idempotent on message_id."""
-        return self.add_message_once(
-            org_id, session_id, role, content, kind=kind, sources=sources, tool_steps=tool_steps,
-            timings=timings, message_id=message_id,
-        )[0]  # fmt: skip
-
-    def add_message_once(
-        self,
-        org_id: str,
-        session_id: str,
-        role: Role,
-        content: str,
-        *,
-        kind: SessionKind = "chat",
-        sources: list[dict[str, Any]] | None = None,
-        tool_steps: list[dict[str, Any]] | None = None,
-        timings: dict[str, float] | None = None,
-        message_id: str | None = None,
-    ) -> tuple[dict[str, Any] | None, bool]:
-        """(the message, whether this call stored it): of concurrent calls with one
-        message_id exactly one stores it; the others get it back with False."""
+        """Append a message; None when the session is not this org's. Idempotent on
+        message_id, also under concurrency: of concurrent calls exactly one stores it."""
         with self._lock:  # the check and the insert are one step
             session = self.get_session(org_id, session_id, kind=kind)
             if session is None:
-                return None, False
+                return None
             mid = message_id or new_id("msg")
             existing = self.get_message(org_id, mid)
             if existing is not None:
-                return existing, False
+                return existing
             now = _now()
             statements = [
                 (
@@ -212,7 +193,7 @@ class ChatStore:
                     ("UPDATE sessions SET title = ? WHERE id = ?", [title, session_id])
                 )
             self._transaction(statements)
-            return self.get_message(org_id, mid), True
+            return self.get_message(org_id, mid)
 
     def get_message(self, org_id: str, message_id: str) -> dict[str, Any] | None:
         rows = self._query(
@@ -318,6 +299,23 @@ class ChatStore:
         r = dict(zip(cols, row, strict=True))
         return {**r, "collections": json.loads(r["collections"] or "[]"),
                 "created_at": _iso(r["created_at"]), "updated_at": _iso(r["updated_at"])}  # fmt: skip
+
+    # --- answers in progress -------------------------------------------------------------
+    def claim_answer(self, org_id: str, answer_id: str, *, stale_after_s: float) -> bool:
+        """Take the job of answering `answer_id`: False while another request holds a claim
+        younger than `stale_after_s` (a crashed one's claim goes stale)."""
+        now = _now()
+        with self._lock:
+            rows = self._query("SELECT claimed_at FROM answer_claims WHERE id = ?", [answer_id])
+            if rows and rows[0]["claimed_at"] > now - timedelta(seconds=stale_after_s):
+                return False
+            self._query("INSERT OR REPLACE INTO answer_claims VALUES (?, ?, ?)",
+                        [answer_id, org_id, now])  # fmt: skip
+            return True
+
+    def release_answer(self, org_id: str, answer_id: str) -> None:
+        """The claim's request ended (answered, or failed: a retry may answer now)."""
+        self._query("DELETE FROM answer_claims WHERE id = ? AND org_id = ?", [answer_id, org_id])
 
     # --- A2A tasks and conversations ---------------------------------------------------
     def save_a2a_task(

@@ -149,7 +149,22 @@ def m004_a2a(con: duckdb.DuckDBPyConnection) -> None:
     )
 
 
-MIGRATIONS: list[Migration] = [m001_core, m002_indexes_and_jobs, m003_keys_and_usage, m004_a2a]
+def m005_answer_claims(con: duckdb.DuckDBPyConnection) -> None:
+    # Who is answering a client's message id right now (one answer per id, any replica).
+    con.execute(
+        """
+        CREATE TABLE answer_claims (
+            id VARCHAR PRIMARY KEY,
+            org_id VARCHAR NOT NULL,
+            claimed_at TIMESTAMP NOT NULL
+        )
+        """
+    )
+
+
+MIGRATIONS: list[Migration] = [
+    m001_core, m002_indexes_and_jobs, m003_keys_and_usage, m004_a2a, m005_answer_claims,
+]  # fmt: skip
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
