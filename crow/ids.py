@@ -11,7 +11,8 @@ _ORG_RE = re.compile(ORG_ID_PATTERN)
 
 
 def is_valid_org_id(org_id: str) -> bool:
-    return bool(_ORG_RE.match(org_id))
+    # fullmatch: `$` alone also matches before a trailing newline ("acme-outdoor\n").
+    return isinstance(org_id, str) and _ORG_RE.fullmatch(org_id) is not None
 
 
 def new_id(prefix: str) -> str:

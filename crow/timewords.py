@@ -10,8 +10,10 @@ import re
 from datetime import UTC, datetime, timedelta
 
 _UNITS = {"hour": 1 / 24, "day": 1, "week": 7, "month": 30, "quarter": 91, "year": 365}
+# The spaces after "last" and after the number are one run each: `\s+(?P<n>...)?\s*` let both
+# share a long run, quadratic in its length.
 _SPAN = re.compile(
-    r"^(?:(?:in )?(?:the )?(?:last|past|previous|recent)\s+)?(?P<n>\d+|a|an|one|two|three|few)?\s*"
+    r"^(?:(?:in )?(?:the )?(?:last|past|previous|recent)\s+)?(?:(?P<n>\d+|a|an|one|two|three|few)\s*)?"
     r"(?P<unit>hour|day|week|month|quarter|year)s?(?: ago)?$"
 )
 _WORDS_N = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "few": 3, None: 1}
@@ -23,12 +25,33 @@ class TimeWordError(ValueError):
     pass
 
 
+def _cut(expr: str | None) -> str | None:
+    """`expr` for an error message, cut short: a tool's argument can be any length."""
+    return expr if expr is None or len(expr) <= 60 else expr[:57] + "..."
+
+
 def _start_of_day(t: datetime) -> datetime:
     return t.replace(hour=0, minute=0, second=0, microsecond=0)
 
 
 def resolve(expr: str | None, anchor: datetime) -> tuple[datetime | None, datetime | None]:
-    """The (start, end) that `expr` names; (None, None) for no restriction."""
+    """The (start, end) that `expr` names; (None, None) for no restriction.
+
+    Raises TimeWordError, and nothing else, for any text it cannot resolve: also for one
+    past the calendar ("last 9999999 years", "9999-12-31" whose day ends after year 9999).
+    """
+    anchor = anchor if anchor.tzinfo else anchor.replace(tzinfo=UTC)
+    try:
+        return _resolve(expr, anchor)
+    except TimeWordError:
+        raise
+    except (OverflowError, ValueError):  # datetime arithmetic past year 1 or 9999, huge ints
+        raise TimeWordError(
+            f"the time {_cut(expr)!r} is out of range: name a time between the years 1 and 9999"
+        ) from None
+
+
+def _resolve(expr: str | None, anchor: datetime) -> tuple[datetime | None, datetime | None]:
     text = (expr or "").strip().lower().rstrip(".")
     if text in _ALL:
         return None, None
@@ -55,7 +78,7 @@ def resolve(expr: str | None, anchor: datetime) -> tuple[datetime | None, dateti
         n = int(m["n"]) if (m["n"] or "").isdigit() else _WORDS_N[m["n"]]
         return anchor - timedelta(days=n * _UNITS[m["unit"]]), end
     raise TimeWordError(
-        f"could not understand the time {expr!r}: use an ISO date such as 2026-11-01, "
+        f"could not understand the time {_cut(expr)!r}: use an ISO date such as 2026-11-01, "
         "or words such as 'last week', 'past 30 days', 'yesterday', 'recent'"
     )
 
@@ -68,5 +91,5 @@ def resolve_range(
     until_start, until_end = resolve(until, anchor)
     end = until_end or until_start
     if start and end and end <= start:
-        raise TimeWordError(f"'until' ({until}) must come after 'since' ({since})")
+        raise TimeWordError(f"'until' ({_cut(until)}) must come after 'since' ({_cut(since)})")
     return start, end

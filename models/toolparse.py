@@ -26,6 +26,10 @@ _TAG = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON|tool_call|tool_code)?[ \t]*\n(.*?)\n?```", re.DOTALL)
 _ARG_KEYS = ("arguments", "parameters", "args", "input")
 _DECODER = json.JSONDecoder()
+# What decoding model text may raise: ValueError for bad JSON, RecursionError for JSON nested
+# deeper than the interpreter's recursion limit ("[[[[..." in a model's output).
+_BAD_JSON = (ValueError, RecursionError)
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")
 
 
 @dataclass(frozen=True)
@@ -82,7 +86,7 @@ def written_arguments(raw: str) -> str:
     """
     try:
         obj = json.loads(raw)
-    except ValueError:
+    except _BAD_JSON:
         return raw
     body = obj.get("function") if isinstance(obj, dict) else None
     body = body if isinstance(body, dict) else obj
@@ -131,12 +135,13 @@ def _take_bare_json(text: str, known: frozenset[str]) -> tuple[str, list[tuple[A
 
 
 def _scan_json(text: str) -> Iterator[tuple[int, int, Any]]:
+    """The JSON objects, and the arrays that start with one, in `text`: (start, end, value)."""
     i = 0
     while i < len(text):
-        if text[i] in "{[":
+        if _opens_calls(text, i):
             try:
                 obj, end = _DECODER.raw_decode(text, i)
-            except ValueError:
+            except _BAD_JSON:
                 i += 1
                 continue
             yield i, end, obj
@@ -145,12 +150,24 @@ def _scan_json(text: str) -> Iterator[tuple[int, int, Any]]:
             i += 1
 
 
+def _opens_calls(text: str, i: int) -> bool:
+    """Whether a call, or a list of calls, may start at `i`: an object, or an array whose first
+    item is one. Other arrays are not parsed: "[[[[..." would have each of its brackets parsed
+    ~1,000 levels deep before the decoder gives up, quadratic in the text's length."""
+    if text[i] == "{":
+        return True
+    if text[i] != "[":
+        return False
+    j = _JSON_SPACE.match(text, i + 1).end()
+    return text[j : j + 1] == "{"
+
+
 def _json_values(body: str) -> list[tuple[Any, str]]:
     """JSON values in a tag/fence body: usually one, sometimes several or with junk around."""
     body = body.strip()
     try:
         return [(json.loads(body), body)]
-    except ValueError:
+    except _BAD_JSON:
         return [(obj, body[s:e]) for s, e, obj in _scan_json(body)]
 
 
@@ -204,7 +221,7 @@ def _check(obj: Any, raw: str, tools: Mapping[str, ToolSpec]) -> ToolCall | Inva
     if isinstance(args, str):
         try:
             args = json.loads(args)
-        except ValueError:
+        except _BAD_JSON:
             return bad("arguments are not valid JSON")
     if not isinstance(args, dict):
         return bad("arguments must be a JSON object")
@@ -256,7 +273,7 @@ def _validate(args: dict[str, Any], schema: Mapping[str, Any]) -> str | None:
 def _dump(obj: Any) -> str:
     try:
         return json.dumps(obj, ensure_ascii=False)
-    except (TypeError, ValueError):
+    except (TypeError, *_BAD_JSON):
         return repr(obj)
 
 

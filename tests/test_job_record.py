@@ -24,7 +24,9 @@ class FlakyHandle:
                 self.down -= 1
                 self.failures += 1
                 raise ConnectionError("ChatStore replica restarting")
-            return SimpleNamespace(result=lambda timeout_s: getattr(self.store, method)(*args, **kwargs))
+            return SimpleNamespace(
+                result=lambda timeout_s: getattr(self.store, method)(*args, **kwargs)
+            )
 
         return SimpleNamespace(remote=remote)
 

@@ -27,6 +27,10 @@ class Source(BaseModel):
     detail: str = ""  # channel, pattern type or context type
 
     def footnote(self, number: int) -> str:
+        """One line, whatever the title holds (a line break would split the footnote)."""
+        return _one_line(self._footnote(number))
+
+    def _footnote(self, number: int) -> str:
         if self.type == "product":
             return f'[{number}] Product: "{self.title}"'
         if self.type == "interaction":
@@ -34,6 +38,10 @@ class Source(BaseModel):
         if self.type == "pattern":
             return f'[{number}] Pattern: "{self.title}" ({self.detail})'
         return f'[{number}] Org context: "{self.title}" ({self.detail})'
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 def _mentioned(source: Source, text: str) -> bool:
@@ -53,15 +61,34 @@ def select_sources(answer: str, returned: Sequence[Source]) -> list[Source]:
     return cited or unique[:MAX_UNCITED]
 
 
-_OWN_FOOTNOTES = re.compile(
-    r"\n+(?:\*\*)?(?:sources|references)(?:\*\*)?:?\s*\n(?:\s*\[\d+\].*\n?)+\s*$", re.I
-)
-_TRAILING_REFS = re.compile(r"(?:\n\s*\[\d+\][^\n]*)+\s*$")
+# A footnote line the model wrote: "[3] ...", maybe indented; and the heading it puts above
+# them ("Sources:", "**References**"). Both are matched one line at a time, anchored at the
+# line's start, so their cost is linear in the text (a pattern over the whole block was
+# exponential in its number of lines).
+_REF_LINE = re.compile(r"\[\d+\]")
+_REF_HEADING = re.compile(r"(?:\*\*)?(?:sources|references)(?:\*\*)?:?\s*", re.I)
+
+
+def _strip_own_footnotes(answer: str) -> str:
+    """`answer` without the footnotes the model wrote at its end: the trailing lines that are
+    "[n] ..." references, blank, or a "Sources:"/"References:" heading. The first line always
+    stays (a reference block follows something)."""
+    lines = answer.rstrip().split("\n")
+    end = len(lines)
+    while end > 1:
+        line = lines[end - 1]
+        if line.strip() and not _REF_LINE.match(line.lstrip()) and not _REF_HEADING.fullmatch(line):
+            break
+        end -= 1
+    return "\n".join(lines[:end]).rstrip()
 
 
 def with_footnotes(answer: str, sources: Sequence[Source]) -> str:
-    """The answer with its numbered footnotes appended (any the model wrote are replaced)."""
-    text = _TRAILING_REFS.sub("", _OWN_FOOTNOTES.sub("", answer.rstrip())).rstrip()
+    """The answer with its numbered footnotes appended (any the model wrote are replaced).
+
+    Idempotent: the footnotes appended are exactly what is stripped again.
+    """
+    text = _strip_own_footnotes(answer)
     if not sources:
         return text
     notes = "\n".join(s.footnote(n) for n, s in enumerate(sources, start=1))

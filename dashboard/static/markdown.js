@@ -62,11 +62,26 @@ function inline(raw, opts) {
 }
 
 const FENCE = /^\s{0,3}(```|~~~)\s*([\w+-]*)\s*$/;
-const HEADING = /^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$/;
+const HEADING_OPEN = /^\s{0,3}(#{1,6})\s+/;
+const LINE_BREAK = /[\n\r\u2028\u2029]/;
 const RULE = /^\s{0,3}([-*_])(\s*\1){2,}\s*$/;
 const LIST_ITEM = /^(\s*)([-*+]|\d{1,9}[.)])\s+(.*)$/;
 const QUOTE = /^\s{0,3}>\s?(.*)$/;
-const TABLE_SEP = /^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$/;
+// Each run of spaces belongs to one \s* (`\s*\|?\s*` split a run between two: quadratic).
+const TABLE_SEP = /^\s*(?:\|\s*)?:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*(?:\|\s*)?$/;
+
+// `# Title ##` -> [level, "Title"], or null: what /^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$/ matched,
+// found by trimming instead: that pattern backtracked cubically over a long run of spaces
+// (one line of 4,000 spaces froze the tab for 19 s).
+function matchHeading(line) {
+  const open = HEADING_OPEN.exec(line);
+  if (!open) return null;
+  let text = line.slice(open[0].length).trimEnd();
+  let end = text.length;
+  while (end > 0 && text[end - 1] === "#") end -= 1;
+  text = text.slice(0, end).trimEnd();
+  return LINE_BREAK.test(text) ? null : [open[1].length, text];
+}
 
 function splitRow(line) {
   let s = line.trim();
@@ -88,7 +103,7 @@ function startsBlock(lines, i) {
   const line = lines[i];
   return (
     FENCE.test(line) ||
-    HEADING.test(line) ||
+    matchHeading(line) !== null ||
     RULE.test(line) ||
     LIST_ITEM.test(line) ||
     QUOTE.test(line) ||
@@ -182,10 +197,10 @@ function renderBlocks(lines, opts) {
       html += `<pre><code${lang}>${escapeHtml(code.join("\n"))}</code></pre>`;
       continue;
     }
-    const heading = HEADING.exec(line);
+    const heading = matchHeading(line);
     if (heading) {
-      const level = Math.min(6, heading[1].length + 2);
-      html += `<h${level}>${inline(heading[2], opts)}</h${level}>`;
+      const level = Math.min(6, heading[0] + 2);
+      html += `<h${level}>${inline(heading[1], opts)}</h${level}>`;
       i += 1;
       continue;
     }
