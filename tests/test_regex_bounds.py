@@ -52,15 +52,7 @@ NESTED_OK: dict[str, str] = {}
 
 # Patterns only ever applied to texts of a bounded length: that length, the time bound at it,
 # and why. They get adversarial texts of that length instead of SIZE. Prefer rewriting them.
-BOUNDED: dict[str, tuple[int, float, str]] = {
-    "crow.agent.intent._CLAUSES": (
-        4000,
-        1.0,
-        "split_clauses runs on the user's question, at most limits.max_message_chars (4,000) "
-        "characters; `\\s+(?:and|but|also|plus)\\s+` is quadratic in a run of whitespace "
-        "(1.7 s at 10,000 spaces, 0.36 s at 4,000): crow/agent/intent.py should make it linear",
-    ),
-}
+BOUNDED: dict[str, tuple[int, float, str]] = {}
 
 # Regexes the dashboard builds at run time (`new RegExp(...)`), per file: how many places
 # build one, and every (source, flags) they can make, tested like the literals. A new

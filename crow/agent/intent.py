@@ -25,7 +25,7 @@ from crow.agent.intent_examples import EXAMPLES, INTENT_TOOLS
 Embed = Callable[[list[str]], Awaitable[np.ndarray]]
 
 _CLAUSES = re.compile(
-    r"(?:[,;]\s*(?:and\s+|but\s+|also\s+|plus\s+)?|\s+(?:and|but|also|plus)\s+|\?\s+)"
+    r"(?:[,;]\s*(?:and\s+|but\s+|also\s+|plus\s+)?|(?<!\s)\s+(?:and|but|also|plus)\s+|\?\s+)"
     r"(?=(?:what|which|how|who|where|when|why|show|list|find|give|tell|are|is|do|does|did|can)\b)",
     re.I,
 )
