@@ -7,6 +7,7 @@ the assistant message is stored with its sources, tool steps and timings afterwa
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -29,8 +30,9 @@ class AnswerInProgress(RuntimeError):
     """A request with this message id is being answered right now (a client retry)."""
 
 
-IN_PROGRESS_WAIT_S = 30.0  # a retry waits this long for the first request's answer
-TAKEOVER_AFTER_S = 600.0  # a question unanswered this long was abandoned: answer it again
+IN_PROGRESS_WAIT_S = 20.0  # a retry waits this long for the first request's answer
+HEARTBEAT_S = 3.0  # a request answering a message id renews its claim this often
+TAKEOVER_AFTER_S = 10.0  # a claim not renewed this long is a dead request's: answer again
 _POLL_S = 0.25
 
 
@@ -95,14 +97,11 @@ class ChatService:
         if answer_id is not None and (done := await self._answer_or_claim(org_id, answer_id)):
             yield {"type": "done", "message": done}
             return
-        try:
+        async with self._claimed(org_id, answer_id):
             async for event in self._answer(
                 org_id, session_id, content, history, user, kind, answer_id
             ):
                 yield event
-        finally:
-            if answer_id is not None:
-                await store.release_answer(org_id, answer_id)
 
     async def _answer(
         self, org_id: str, session_id: str, content: str, history: list[dict[str, Any]],
@@ -133,6 +132,28 @@ class ChatService:
         if stored is None:  # the session was deleted while the question was answered
             raise SessionNotFound(session_id)
         yield {"type": "done", "message": stored}
+
+    @contextlib.asynccontextmanager
+    async def _claimed(self, org_id: str, answer_id: str | None) -> AsyncIterator[None]:
+        """While answering a claimed message id: renew the claim every HEARTBEAT_S (a
+        replica that dies stops renewing it), and release it at the end, answered or not."""
+        if answer_id is None:
+            yield
+            return
+        store = self.services.store
+
+        async def renew() -> None:
+            while True:
+                await asyncio.sleep(HEARTBEAT_S)
+                await store.renew_claim(org_id, answer_id)
+
+        heartbeat = asyncio.create_task(renew())
+        try:
+            yield
+        finally:
+            heartbeat.cancel()
+            with contextlib.suppress(Exception):  # the store away: the claim goes stale
+                await store.release_answer(org_id, answer_id)
 
     async def _answer_or_claim(self, org_id: str, answer_id: str) -> dict[str, Any] | None:
         """The stored answer to a client's message id, or None once this request has claimed
@@ -174,11 +195,8 @@ class ChatService:
             if answer_id is not None and (done := await self._answer_or_claim(org_id, answer_id)):
                 return done
             history = [_as_message(m) for m in rows]
-        try:
+        async with self._claimed(org_id, answer_id):
             return await self._kb_answer(org_id, question, session_id, history, answer_id)
-        finally:
-            if answer_id is not None:
-                await store.release_answer(org_id, answer_id)
 
     async def _kb_answer(
         self, org_id: str, question: str, session_id: str | None, history: list[Message],

@@ -120,3 +120,24 @@ def test_the_service_says_the_session_went_away(demo, store):
     sid = store.create_session(A)["id"]
     with pytest.raises(SessionNotFound):
         asyncio.run(chat.send(A, sid, "hi"))
+
+
+@pytest.mark.faults
+def test_a_long_answer_keeps_its_claim_alive(demo, store, monkeypatch):
+    """A claim is renewed while its request answers: only a dead request's goes stale."""
+    import crow.chat
+
+    monkeypatch.setattr(crow.chat, "HEARTBEAT_S", 0.05)
+    monkeypatch.setattr(crow.chat, "TAKEOVER_AFTER_S", 0.3)
+    model = ScriptedChatModel(latency_s=1.0)  # longer than the takeover time
+    model.add(AssistantTurn(text="Slow but once."))
+    chat = chat_service(demo, store, model)
+    sid = store.create_session(A)["id"]
+
+    async def first_then_retry():
+        first = asyncio.create_task(chat.send(A, sid, "How many?", message_id="m-4"))
+        await asyncio.sleep(0.6)  # the first request's claim would be stale without renewal
+        return await asyncio.gather(first, chat.send(A, sid, "How many?", message_id="m-4"))
+
+    one, two = asyncio.run(first_then_retry())
+    assert one["id"] == two["id"] and len(model.calls) == 1

@@ -313,6 +313,11 @@ class ChatStore:
                         [answer_id, org_id, now])  # fmt: skip
             return True
 
+    def renew_claim(self, org_id: str, answer_id: str) -> None:
+        """The claim's request is still answering."""
+        self._query("UPDATE answer_claims SET claimed_at = ? WHERE id = ? AND org_id = ?",
+                    [_now(), answer_id, org_id])  # fmt: skip
+
     def release_answer(self, org_id: str, answer_id: str) -> None:
         """The claim's request ended (answered, or failed: a retry may answer now)."""
         self._query("DELETE FROM answer_claims WHERE id = ? AND org_id = ?", [answer_id, org_id])
