@@ -217,6 +217,16 @@ class DataLake:
         for n in old:
             shutil.rmtree(org_dir / f".{collection}.v{n}", ignore_errors=True)
 
+    def recover(self) -> None:
+        """At start: clean what writers killed mid-write left in every org and collection
+        (each under its lock, so a live writer is waited for, never disturbed). Writes do
+        the same for their collection before they start."""
+        for org in self.list_orgs():
+            org_dir = self.org_dir(org["id"])
+            for collection in COLLECTIONS:
+                with self._lock(org_dir, collection):
+                    self._recover(org_dir, collection)
+
     def _recover(self, org_dir: Path, collection: str) -> None:
         """Remove what a writer killed mid-write left. Call it holding the collection's lock:
         then no other writer is running, and all it finds is a dead writer's."""

@@ -41,6 +41,7 @@ class ReindexControlDeployment(Indexer):
             await retriever.refresh.remote()
 
         super().__init__(AppSettings.from_args(settings), HandleProxy(chat_store), notify=notify)
+        await asyncio.to_thread(self.lake.recover)  # a writer killed before this start left files
         self._args = settings
         self._client: JobSubmissionClient | None = None
         self._scheduler = asyncio.create_task(self._schedule_loop())

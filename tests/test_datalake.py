@@ -107,3 +107,12 @@ def test_an_append_of_existing_ids_writes_nothing(lake):
     assert lake.write(ORG_A, "patterns", [ROWS[2:3], ROWS[3:]], mode="append") == 2
     assert lake.count(ORG_A, "patterns") == 4
     assert len(list((lake.org_dir(ORG_A) / "patterns").glob("part-*.parquet"))) == 2
+
+
+def test_recover_at_start_cleans_what_a_dead_writer_left(tmp_path):
+    lake = DataLake(tmp_path / "data")
+    lake.register_org("acme-outdoor", "Acme")
+    org_dir = lake.org_dir("acme-outdoor")
+    (org_dir / ".patterns.v7.staging").mkdir()  # an upsert killed before it published
+    lake.recover()
+    assert not (org_dir / ".patterns.v7.staging").exists()
