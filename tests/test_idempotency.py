@@ -141,3 +141,15 @@ def test_a_long_answer_keeps_its_claim_alive(demo, store, monkeypatch):
 
     one, two = asyncio.run(first_then_retry())
     assert one["id"] == two["id"] and len(model.calls) == 1
+
+
+def test_qna_answers_with_the_configured_model_timeout_and_token_cap(demo, store):
+    from crow.agent.loop import AgentConfig
+
+    model = ScriptedChatModel()
+    model.add(AssistantTurn(text="Sixty days."))
+    services = ChatServices(store=ThreadProxy(store), org_names={}, **demo.proxies())
+    chat = ChatService(services, Agent(model, AgentConfig(model_timeout_s=42.0, max_tokens=77)))
+    asyncio.run(chat.ask_kb(A, "Return window?"))
+    params = model.calls[-1].params
+    assert (params.timeout_s, params.max_tokens) == (42.0, 77)  # not a hard-coded 60 s

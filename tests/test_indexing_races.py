@@ -398,3 +398,31 @@ def test_a_build_killed_mid_publish_leaves_the_old_version_serving(tmp_path, poi
     }  # fmt: skip
     assert top_hit(settings, "afterkill okapi") == "doc-api-after"
     assert not list((store.collection_dir(ORG, "org_context") / ".staging").glob("*"))
+
+
+@pytest.mark.faults
+def test_sixteen_concurrent_qna_index_requests_are_all_searchable(tmp_path):
+    """The same through HTTP: 16 clients post /qna/index at once, then each finds its own."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from fastapi.testclient import TestClient
+
+    from crow.api.app import create_app
+    from models.testing import ScriptedChatModel
+    from tests.conftest import key_headers
+    from tests.demo_env import build_demo_env
+
+    demo = build_demo_env(tmp_path / "var", interactions=100)
+    store = ChatStore(demo.settings.chat_db_path)
+    headers = key_headers(store, "acme-outdoor")
+    app = create_app(demo.services(store, ScriptedChatModel(), indexer=True))
+    words = [f"zebracode{n:02d} quokka{n:02d} lantern{n:02d}" for n in range(16)]
+    with TestClient(app) as client, ThreadPoolExecutor(16) as pool:
+        posts = list(pool.map(lambda w: client.post(
+            "/api/v1/qna/index", json={"title": w, "body": f"Policy about {w}."}, headers=headers),
+            words))  # fmt: skip
+        assert [r.status_code for r in posts] == [201] * 16
+        for post, w in zip(posts, words, strict=True):
+            hits = client.get("/api/v1/qna/search", params={"query": w, "topK": 1}, headers=headers)
+            assert [h["id"] for h in hits.json()["results"]] == [post.json()["id"]], w
+    store.close()
