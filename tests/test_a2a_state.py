@@ -58,7 +58,7 @@ def test_two_replicas_share_tasks_and_conversations(demo, store):
 def test_finished_tasks_expire_after_the_retention(demo, store, monkeypatch):
     from datetime import datetime, timedelta
 
-    import crow.store.chat_store as chat_store
+    import crow.store.db as store_db
 
     monkeypatch.setattr(demo, "settings", AppSettings.from_args(
         {"var_dir": str(demo.settings.var_dir), "limits": {"a2a_task_retention_h": 1}}
@@ -67,7 +67,7 @@ def test_finished_tasks_expire_after_the_retention(demo, store, monkeypatch):
     with TestClient(create_app(demo.services(store, rule_model()))) as client:
         old = send(client, a, "How many interactions do we have?", "m-old")
         later = datetime.now().replace(microsecond=0) + timedelta(hours=2)
-        monkeypatch.setattr(chat_store, "_now", lambda: later)
+        monkeypatch.setattr(store_db, "now", lambda: later)
         send(client, a, "Hello", "m-new")
         assert "error" in get_task(client, a, old["id"])
         assert store.list_a2a_tasks(A) and len(store.list_a2a_tasks(A)) == 1

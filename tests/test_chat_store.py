@@ -131,14 +131,14 @@ def test_keys_are_stored_as_hashes_and_checked_by_id_and_secret(mem_store, tmp_p
 def test_token_usage_counts_per_org_and_utc_day(mem_store, monkeypatch):
     from datetime import datetime
 
-    import crow.store.chat_store as chat_store
+    import crow.store.db as store_db
 
-    monkeypatch.setattr(chat_store, "_now", lambda: datetime(2026, 11, 30, 23, 59))
+    monkeypatch.setattr(store_db, "now", lambda: datetime(2026, 11, 30, 23, 59))
     mem_store.add_usage(A, 700)
     mem_store.add_usage(A, 300)
     mem_store.add_usage(B, 5)
     assert (mem_store.usage_today(A), mem_store.usage_today(B)) == (1000, 5)
-    monkeypatch.setattr(chat_store, "_now", lambda: datetime(2026, 12, 1, 0, 0, 1))
+    monkeypatch.setattr(store_db, "now", lambda: datetime(2026, 12, 1, 0, 0, 1))
     assert mem_store.usage_today(A) == 0  # a new UTC day: the quota is whole again
     mem_store.add_usage(A, 0)
     assert mem_store.usage_today(A) == 0
