@@ -13,9 +13,10 @@ import sys
 from pathlib import Path
 
 from crow.datalake import DataLake
-from crow.ingest import FORMATS, IngestRejected, detect_format, ingest
+from crow.ingest import ingest
 from crow.records import COLLECTIONS
 from crow.settings import AppSettings
+from crow.upload import FORMATS, IngestRejected, detect_format
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,13 +20,13 @@ __all__ = ["APP_NAME", "ROOT", "api_keys", "free_port", "rule_model", "rule_mode
 def api_keys(var: Path, orgs: Sequence[str], role: str = "editor") -> dict[str, dict[str, str]]:
     """Request headers with a new API key per org, written to `var`'s chat store before the
     app starts there (the store file has one writer once it runs)."""
+    from tests.conftest import key_headers
+
     store = ChatStore(AppSettings.from_args({"var_dir": str(var)}).chat_db_path)
     try:
-        keys = {org: store.create_api_key(org, role, name="test")["key"] for org in orgs}
+        return {org: key_headers(store, org, role) for org in orgs}
     finally:
         store.close()
-    return {org: {"Authorization": f"Bearer {key}", "X-Organization-Id": org}
-            for org, key in keys.items()}  # fmt: skip
 
 
 def _count_then_answer(

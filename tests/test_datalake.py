@@ -10,7 +10,8 @@ import pytest
 
 import crow.datalake as datalake
 from crow.datalake import DataLake, IdsAlreadyExist, UnknownOrganization
-from crow.ingest import IngestRejected, ingest, validate_rows
+from crow.ingest import ingest, validate_rows
+from crow.upload import IngestRejected
 from tests.conftest import ORG_A
 
 ROWS = validate_rows("patterns", [

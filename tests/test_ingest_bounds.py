@@ -21,16 +21,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crow.ingest import (
-    MAX_ROW_BYTES,
-    IngestRejected,
-    UnsupportedFormat,
-    detect_format,
-    ingest,
-    parse_rows,
-    validate_rows,
-)
+from crow.ingest import ingest, validate_rows
 from crow.records import COLLECTIONS
+from crow.upload import MAX_ROW_BYTES, IngestRejected, UnsupportedFormat, detect_format, parse_rows
 from tests.conftest import ORG_A
 
 MiB = 1024 * 1024

@@ -12,7 +12,8 @@ from crow.api.deps import EditorOrg, OrgDep, SearchOrg, ServicesDep
 from crow.api.errors import ApiError
 from crow.api.routes_search import embed, run_search
 from crow.indexing import texts_for
-from crow.ingest import IngestRejected, validate_rows
+from crow.ingest import validate_rows
+from crow.upload import IngestRejected
 
 router = APIRouter(prefix="/api/v1/qna", tags=["knowledge base"])
 
