@@ -9,6 +9,7 @@ caller open the chat-state file itself: then it is the only writer.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import time
 from typing import Any
@@ -59,15 +60,11 @@ class StoreAccess:
             return None
         return serve.get_deployment_handle("ChatStore", app_name=app)
 
-    @property
-    def through_app(self) -> bool:
-        return self._handle is not None
-
     def call(self, method: str, *args: Any, retry_s: float | None = None, **kwargs: Any) -> Any:
         if self._handle is None:
             return getattr(self._store, method)(*args, **kwargs)
         deadline = time.monotonic() + (self.retry_s if retry_s is None else retry_s)
-        for attempt in range(10**6):
+        for attempt in itertools.count():
             try:
                 return getattr(self._handle, method).remote(*args, **kwargs).result(timeout_s=30)
             except Exception as exc:
@@ -76,7 +73,6 @@ class StoreAccess:
                     raise
                 log.warning("chat store %s failed (%s); retrying in %g s", method, exc, wait)
                 time.sleep(wait)
-        raise AssertionError("unreachable")
 
     def _leave(self) -> None:
         if self._joined:
