@@ -21,7 +21,6 @@ from crow.analytics import Analytics
 from crow.datalake import DataLake
 from crow.indexing import DATASET_OF
 from indexes.filters import SearchFilter, allowed_positions, ids_table
-from indexes.gpu import maybe_to_gpu
 from indexes.store import IndexNotFoundError, IndexStore
 from indexes.vector_index import IndexParams, VectorIndex
 
@@ -45,12 +44,10 @@ class SearchService:
         store: IndexStore,
         *,
         params: IndexParams | None = None,
-        use_gpu: bool = False,
     ) -> None:
         self.lake = lake
         self.store = store
         self.params = params
-        self.use_gpu = use_gpu
         self.analytics = Analytics(lake)
         self._loaded: dict[tuple[str, str], _Loaded] = {}
         self._loading: set[tuple[str, str]] = set()
@@ -59,8 +56,6 @@ class SearchService:
     # --- index versions ------------------------------------------------------------
     def _load(self, key: tuple[str, str], version: str) -> _Loaded:
         index = self.store.load(*key, version, params=self.params)
-        if self.use_gpu:
-            index = index.with_faiss_index(maybe_to_gpu(index.faiss_index, True))
         loaded = _Loaded(version, index, ids_table(index.ids))
         with self._lock:
             current = self._loaded.get(key)

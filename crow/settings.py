@@ -101,12 +101,23 @@ class Timeouts(_Section):
 
 
 class VLLMSettings(_Section):
-    """GPU profile: vLLM through Ray Serve LLM (see cluster/serve_config.gpu.yaml)."""
+    """GPU profile: vLLM through Ray Serve LLM (deployments/llm_vllm.py makes the LLMConfig)."""
 
     model_source: str = Field("meta-llama/Llama-3.3-70B-Instruct", description="HF id or path.")
-    accelerator_type: str | None = Field("H100", description="GPU type replicas schedule on.")
+    accelerator_type: str | None = Field(
+        None,
+        description="e.g. 'H100': every GPU bundle then asks for `accelerator_type:<X>`. Set it "
+        "only if every GPU node advertises the `accelerator_type:<X>` resource in rayStartParams "
+        "(the KubeRay autoscaler cannot see it on a node not yet started); unset, the pods' "
+        "nodeSelector picks the GPU nodes.",
+    )
     tensor_parallel_size: int = Field(4, gt=0, description="GPUs one replica shards across.")
     pipeline_parallel_size: int = Field(1, gt=0)
+    placement_strategy: Literal["STRICT_PACK", "PACK", "SPREAD", "STRICT_SPREAD"] = Field(
+        "STRICT_PACK",
+        description="A replica's TP x PP GPU bundles: STRICT_PACK on one node, or the replica "
+        "waits; PACK only for a pipeline-parallel replica meant to span nodes.",
+    )
     quantization: str | None = Field("fp8", description="vLLM quantization (fp8 for 70B).")
     max_model_len: int = Field(16384, gt=0)
     gpu_memory_utilization: float = Field(0.90, gt=0, le=1)
@@ -114,7 +125,36 @@ class VLLMSettings(_Section):
     max_replicas: int = Field(2, ge=1)
     target_ongoing_requests: int = Field(16, gt=0)
     max_ongoing_requests: int = Field(64, gt=0)
-    engine_kwargs: dict[str, Any] = Field(default_factory=dict, description="More vLLM args.")
+    tool_call_parser: str | None = Field(
+        "llama3_json", description="vLLM's tool-call parser; None: tool calls read from the text."
+    )
+    chat_template: str | None = Field(
+        "tool_chat_template_llama3.1_json.jinja",
+        description="A file name in deployments/chat_templates/, or an absolute path that exists "
+        "on every node; None: the model's own template.",
+    )
+    engine_kwargs: dict[str, Any] = Field(
+        default_factory=dict, description="More vLLM engine or frontend args but those above."
+    )
+
+    @field_validator("chat_template")
+    @classmethod
+    def _file_name_or_absolute_path(cls, value: str | None) -> str | None:
+        if value is not None and not Path(value).is_absolute() and Path(value).name != value:
+            raise ValueError(f"chat_template {value!r}: a file name or an absolute path")
+        return value
+
+    @field_validator("engine_kwargs")
+    @classmethod
+    def _not_set_twice(cls, value: dict[str, Any]) -> dict[str, Any]:
+        owned = {"model": "model_source", "served_model_name": "(llm.model)",
+                 "enable_auto_tool_choice": "tool_call_parser",
+                 **{k: k for k in ("tensor_parallel_size", "pipeline_parallel_size", "quantization",
+                                   "max_model_len", "gpu_memory_utilization", "tool_call_parser",
+                                   "chat_template")}}  # fmt: skip
+        if clash := sorted(set(value) & set(owned)):
+            raise ValueError(f"engine_kwargs {clash}: set {[owned[k] for k in clash]} instead")
+        return value
 
 
 CpuDtype = Literal["auto", "bfloat16", "float32"]
@@ -163,6 +203,18 @@ class EmbedderSettings(_Section):
     dtype: CpuDtype = Field("auto", description="CPU: weight dtype (models/dtypes.py).")
     batch_size: int = Field(64, gt=0, description="Texts per forward pass.")
     threads: int | None = Field(None, gt=0, description="CPU: torch threads; default all cores.")
+    max_seq_length: int | None = Field(
+        None,
+        gt=0,
+        description="Tokens of a text the model reads (the rest is cut); default the model's "
+        "own limit (bge-m3: 8192), which this may lower but not raise.",
+    )
+    dim: int | None = Field(
+        None,
+        gt=0,
+        description="The model's output dimension; lets jobs size indexes without loading "
+        "the model (default: read from its files); the embedder and reindexes fail on a mismatch.",
+    )
     max_batch_size: int = Field(32, gt=0, description="Serve dynamic batching: most requests.")
     batch_wait_timeout_s: float = Field(0.01, ge=0, description="Serve batching: longest wait.")
 
@@ -213,9 +265,10 @@ class AgentSettings(_Section):
 
 
 class SearchSettings(_Section):
+    """FAISS searches on the CPU in every profile (README, "Cluster": why not faiss-gpu)."""
+
     exact_threshold: int = Field(50_000, gt=0, description="Rows below which search is exact.")
     nprobe: int = Field(32, gt=0, description="IVF lists scanned per query (approximate).")
-    use_gpu: bool = Field(False, description="Move indexes to GPUs (faiss-gpu).")
 
 
 class ReindexSettings(_Section):
@@ -225,7 +278,11 @@ class ReindexSettings(_Section):
     batch_size: int = Field(256, gt=0, description="Rows per embedding batch in the Ray Job.")
     pool_size: int = Field(1, gt=0, description="Embedding actors in the Ray Data pool.")
     num_cpus: float = Field(1.0, ge=0, description="CPUs per embedding actor.")
-    num_gpus: float = Field(0.0, ge=0, description="GPUs per embedding actor.")
+    num_gpus: float = Field(
+        0.0,
+        ge=0,
+        description="GPUs per embedding actor; a fraction (e.g. 0.5) lets actors share a GPU.",
+    )
 
 
 class AppSettings(BaseSettings):
@@ -302,3 +359,15 @@ class AppSettings(BaseSettings):
     @property
     def model_cache_dir(self) -> Path:
         return self.model_cache or self.var_dir / "models"
+
+
+def settings_from_config_arg(value: str | Path) -> AppSettings:
+    """The settings a job's ``--config`` names: ``none``: from ``CROW_*`` variables only
+    (how ReindexControl submits jobs); an existing file: that serve_config.yaml's app args
+    (``CROW_*`` variables still override). Anything else raises FileNotFoundError
+    ("--config PATH: no such file"): a typo must not run a job on the CPU defaults."""
+    if str(value).strip().lower() == "none":
+        return AppSettings()
+    if not Path(value).is_file():
+        raise FileNotFoundError(f"--config {value}: no such file")
+    return AppSettings.from_serve_config(value)

