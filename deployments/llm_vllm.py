@@ -1,7 +1,8 @@
 """The GPU profile's LLM: vLLM through Ray Serve LLM, and the adapter the orchestrator uses.
 
 ``vllm_llm_config`` turns our settings into Ray Serve LLM's ``LLMConfig`` fields (plain data,
-testable anywhere); ``build_vllm_llm`` builds the ``LLMServer`` deployment (needs vLLM);
+testable anywhere; tests/test_vllm_config.py checks them against Ray 2.60 and vLLM 0.29's
+argument names); ``build_vllm_llm`` builds the ``LLMServer`` deployment (needs vLLM);
 ``VLLMHandleChatModel`` sends chat-completions requests through its DeploymentHandle and
 maps the answer to the shared message types, so the orchestrator's loop is unchanged; its
 ``stream`` forwards vLLM's chunks as they arrive (no collect-and-replay).
@@ -12,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from ray.serve.exceptions import BackPressureError, DeploymentUnavailableError
@@ -29,12 +31,42 @@ from models.openai_backend import (
 )
 from models.openai_wire import request_body
 
+CHAT_TEMPLATES = Path(__file__).parent / "chat_templates"
+"""The chat templates shipped with the package (package data)."""
+
+
+def chat_template_path(name: str) -> Path:
+    """The file llm.vllm.chat_template names: a file name in CHAT_TEMPLATES or an absolute
+    path. FileNotFoundError when there is no such file (at build time, not on the GPU node)."""
+    path = Path(name) if Path(name).is_absolute() else CHAT_TEMPLATES / name
+    if not path.is_file():
+        shipped = sorted(p.name for p in CHAT_TEMPLATES.glob("*.jinja"))
+        raise FileNotFoundError(
+            f"llm.vllm.chat_template {name!r}: no such file {path} (shipped: {shipped})"
+        )
+    return path
+
 
 def vllm_llm_config(settings: AppSettings) -> dict[str, Any]:
+    """The keyword arguments of Ray Serve LLM's LLMConfig (Ray 2.60, vLLM 0.29).
+
+    * engine_kwargs holds vLLM's engine args and its frontend args alike: Ray sends a name
+      of vLLM's FrontendArgs (chat_template, tool_call_parser, enable_auto_tool_choice) to
+      FrontendArgs and any other to AsyncEngineArgs, and refuses an unknown name.
+    * placement_group_config: one {"GPU": 1} bundle per TP x PP rank, STRICT_PACK by default,
+      so a replica's GPUs are on one node (Ray's default, PACK, may split them). No CPU in
+      the bundles: Ray adds the replica actor's CPU to the first; vLLM's workers take none.
+    * accelerator_type only when set: Ray then adds `accelerator_type:<X>` to every bundle.
+    """
     v = settings.llm.vllm
-    return {
+    ranks = v.tensor_parallel_size * v.pipeline_parallel_size
+    frontend: dict[str, Any] = {}
+    if v.tool_call_parser is not None:  # vLLM requires a parser for auto tool choice
+        frontend |= {"enable_auto_tool_choice": True, "tool_call_parser": v.tool_call_parser}
+    if v.chat_template is not None:
+        frontend["chat_template"] = str(chat_template_path(v.chat_template))
+    config: dict[str, Any] = {
         "model_loading_config": {"model_id": settings.llm.model, "model_source": v.model_source},
-        "accelerator_type": v.accelerator_type,
         "engine_kwargs": {
             "tensor_parallel_size": v.tensor_parallel_size,
             "pipeline_parallel_size": v.pipeline_parallel_size,
@@ -42,9 +74,12 @@ def vllm_llm_config(settings: AppSettings) -> dict[str, Any]:
             "max_model_len": v.max_model_len,
             "gpu_memory_utilization": v.gpu_memory_utilization,
             "enable_prefix_caching": True,
-            "enable_auto_tool_choice": True,
-            "tool_call_parser": "llama3_json",
+            **frontend,
             **v.engine_kwargs,
+        },
+        "placement_group_config": {
+            "bundles": [{"GPU": 1} for _ in range(ranks)],
+            "strategy": v.placement_strategy,
         },
         "deployment_config": {
             "autoscaling_config": {
@@ -55,6 +90,9 @@ def vllm_llm_config(settings: AppSettings) -> dict[str, Any]:
             "max_ongoing_requests": v.max_ongoing_requests,
         },
     }
+    if v.accelerator_type is not None:
+        config["accelerator_type"] = v.accelerator_type
+    return config
 
 
 def build_vllm_llm(settings: AppSettings) -> Any:
@@ -80,7 +118,7 @@ class VLLMHandleChatModel:
         params: ModelParams | None = None,
     ) -> AssistantTurn:  # fmt: skip
         params = params or ModelParams()
-        body = request_body(self._model, messages, tools, params, stream=False)
+        body = self._body(messages, tools, params, stream=False)
         final = None
         async for data in self._payloads(body, params):
             final = data
@@ -93,8 +131,16 @@ class VLLMHandleChatModel:
         params: ModelParams | None = None,
     ) -> AsyncIterator[StreamEvent]:  # fmt: skip
         params = params or ModelParams()
-        body = request_body(self._model, messages, tools, params, stream=True)
+        body = self._body(messages, tools, params, stream=True)
         return events_from_chunks(self._payloads(body, params), tools, params)
+
+    def _body(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], params: ModelParams,
+        *, stream: bool,
+    ) -> dict[str, Any]:  # fmt: skip
+        body = request_body(self._model, messages, tools, params, stream=stream)
+        body["messages"] = one_call_per_message(body["messages"])
+        return body
 
     async def _payloads(
         self, body: dict[str, Any], params: ModelParams
@@ -119,6 +165,32 @@ class VLLMHandleChatModel:
         finally:
             if not finished and (cancel := getattr(responses, "cancel", None)) is not None:
                 cancel()
+
+
+def one_call_per_message(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Wire messages where an assistant message with several tool calls becomes one message
+    per call, each followed by its result. The Llama 3.1 JSON template fails a request whose
+    history has an assistant message with more than one call ("This model only supports
+    single tool-calls at once!"), though the llama3_json parser may return several."""
+    out: list[dict[str, Any]] = []
+    i = 0
+    while i < len(messages):
+        message, i = messages[i], i + 1
+        calls = message.get("tool_calls") or []
+        if message.get("role") != "assistant" or len(calls) < 2:
+            out.append(message)
+            continue
+        results = []
+        while i < len(messages) and messages[i].get("role") == "tool":
+            results.append(messages[i])
+            i += 1
+        for n, call in enumerate(calls):
+            out.append({**message, "content": message.get("content") if n == 0 else None,
+                        "tool_calls": [call]})  # fmt: skip
+            out += [r for r in results if r.get("tool_call_id") == call.get("id")]
+        ids = {call.get("id") for call in calls}
+        out += [r for r in results if r.get("tool_call_id") not in ids]
+    return out
 
 
 def _chat_request(body: dict[str, Any]) -> Any:

@@ -13,6 +13,9 @@ import pytest
 from pydantic import BaseModel
 
 import deployments.llm_vllm as llm_vllm
+from crow.agent.context import ToolContext
+from crow.agent.loop import Agent, AgentConfig
+from crow.settings import AppSettings
 from deployments.llm_vllm import VLLMHandleChatModel, wire_payloads
 from models.chat import collect
 from models.errors import ModelError, ModelOverloaded, ModelTimeout
@@ -21,6 +24,7 @@ from models.messages import (
     ModelParams,
     StreamEvent,
     TextDelta,
+    ToolCall,
     ToolCallDone,
     TurnDone,
 )
@@ -99,8 +103,10 @@ def _model(*items: Any, delay_s: float = 0.0) -> tuple[VLLMHandleChatModel, Fake
     return VLLMHandleChatModel(handle, "llama"), handle  # type: ignore[arg-type]
 
 
-async def _events(model: VLLMHandleChatModel, **kwargs: Any) -> list[StreamEvent]:
-    return [e async for e in model.stream(USER, TOOLS, **kwargs)]
+async def _events(
+    model: VLLMHandleChatModel, messages: Sequence[Message] = USER, **kwargs: Any
+) -> list[StreamEvent]:
+    return [e async for e in model.stream(messages, TOOLS, **kwargs)]
 
 
 def test_batched_sse_strings_become_events() -> None:
@@ -182,6 +188,61 @@ def test_a_stalled_stream_times_out_and_is_cancelled() -> None:
     assert handle.responses.cancelled
 
 
+class SilentResponses(FakeResponses):
+    """A replica that takes the request and never answers (a wedged engine, a lost node)."""
+
+    def __init__(self) -> None:
+        super().__init__([])
+
+    async def __anext__(self) -> Any:
+        await asyncio.Event().wait()
+
+
+class SilentHandle(FakeHandle):
+    """Every request gets its own SilentResponses."""
+
+    def __init__(self) -> None:
+        super().__init__(SilentResponses())
+        self.sent: list[SilentResponses] = []
+
+    def remote(self, request: Any) -> FakeResponses:
+        self.requests.append(request)
+        self.sent.append(SilentResponses())
+        return self.sent[-1]
+
+
+@pytest.mark.parametrize("call", ["request", "stream"])
+def test_a_handle_that_never_answers_times_out_within_the_deadline(call: str) -> None:
+    handle = SilentHandle()
+    model = VLLMHandleChatModel(handle, "llama")  # type: ignore[arg-type]
+    params = ModelParams(timeout_s=0.3)
+
+    async def run() -> Any:
+        if call == "request":
+            return await model.request(USER, TOOLS, params)
+        return [e async for e in model.stream(USER, TOOLS, params)]
+
+    started = time.monotonic()
+    with pytest.raises(ModelTimeout, match=r"exceeded 0\.3s"):
+        asyncio.run(run())
+    assert 0.3 <= time.monotonic() - started < 1.0
+    assert [r.cancelled for r in handle.sent] == [True]
+
+
+def test_the_agent_gives_each_vllm_call_the_deadline_of_timeouts_model_s() -> None:
+    """timeouts.model_s -> AgentConfig -> ModelParams.timeout_s of every call of the loop
+    (crow/agent/loop.py _step); a silent replica costs two deadlines (the tool step, then the
+    plain fallback call), not forever."""
+    settings = AppSettings(llm={"backend": "vllm"}, timeouts={"model_s": 0.3})
+    handle = SilentHandle()
+    agent = Agent(VLLMHandleChatModel(handle, "llama"), AgentConfig.from_settings(settings))  # type: ignore[arg-type]
+    started = time.monotonic()
+    with pytest.raises(ModelTimeout):
+        asyncio.run(agent.run(USER, ToolContext("org", None, None, None)))
+    assert 0.6 <= time.monotonic() - started < 2.0
+    assert len(handle.sent) == 2 and all(r.cancelled for r in handle.sent)
+
+
 @pytest.mark.parametrize(
     ("error", "kind"),
     [({"code": 503, "message": "busy", "type": "x"}, ModelOverloaded),
@@ -212,6 +273,20 @@ def test_request_takes_the_whole_completion() -> None:
     assert (turn.text, turn.usage.completion_tokens) == ("You have 12 tents.", 5)
     assert handle.requests[0]["stream"] is False
     assert turn == asyncio.run(collect(_model(completion)[0].stream(USER, TOOLS)))
+
+
+def test_several_tool_calls_of_one_turn_go_one_per_message() -> None:
+    """The Llama 3.1 JSON chat template renders one call per assistant message."""
+    calls = tuple(ToolCall(id=f"c{i}", name="search_products", arguments={"query": q})
+                  for i, q in enumerate(("tents", "stoves")))  # fmt: skip
+    history = [*USER, Message.assistant("Looking.", calls),
+               *(Message.tool(f"found {c.id}", tool_call_id=c.id) for c in calls)]  # fmt: skip
+    model, handle = _model([_sse(_chunk({"content": "Both."}, "stop"))])
+    asyncio.run(_events(model, messages=history))
+    sent = handle.requests[0]["messages"][1:]
+    assert [(m["role"], m.get("content")) for m in sent] == [
+        ("assistant", "Looking."), ("tool", "found c0"), ("assistant", None), ("tool", "found c1")]  # fmt: skip
+    assert [[c["id"] for c in m["tool_calls"]] for m in sent[::2]] == [["c0"], ["c1"]]
 
 
 def test_wire_payloads_shapes() -> None:

@@ -34,7 +34,7 @@ from crow.api.openapi import ERROR_RESPONSES, document_errors
 from crow.api.routes_chat import CHAT_ERRORS
 from crow.services import Services
 from models.chat import ChatModel
-from models.messages import AssistantTurn
+from models.messages import AssistantTurn, ModelParams
 from models.openai_server import openai_router
 
 UPLOADS = ("/api/v1/ingest/",)
@@ -111,5 +111,6 @@ def _openai_routes(services: Services, model: ChatModel) -> APIRouter:
         await services.store.add_usage(org_id, turn.usage.total)
 
     llm = services.settings.llm
+    deadline = ModelParams(timeout_s=services.settings.timeouts.model_s)
     return openai_router(model, model_name=llm.model, max_tokens=llm.max_tokens,
-                         on_turn=count_tokens)  # fmt: skip
+                         default_params=deadline, on_turn=count_tokens)  # fmt: skip
