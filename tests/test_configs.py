@@ -54,40 +54,95 @@ def test_a_typo_in_args_fails(path):
         resolve_args({**app["args"], "llm": {**app["args"]["llm"], "bakend": "local"}})
 
 
-def test_rayservice_serve_config_matches_the_gpu_profile():
+def test_rayservice_serves_the_gpu_profile_verbatim():
+    """serveConfigV2 is serve_config.gpu.yaml, character for character (cluster/render.py)."""
     service = yaml.safe_load((ROOT / "cluster" / "rayservice.yaml").read_text())
-    embedded = yaml.safe_load(service["spec"]["serveConfigV2"])
+    gpu_text = (ROOT / "cluster" / "serve_config.gpu.yaml").read_text()
+    assert service["spec"]["serveConfigV2"] == gpu_text, "run: python cluster/render.py"
+
+
+def test_the_gpu_profile_is_the_large_model_profile():
+    """The 70B reads the prompt alone (no small-model hints), its replica's GPUs fit on one
+    node of the GPU group and are STRICT_PACKed there, and jobs know the vector size."""
+    from crow.settings import AppSettings
+
+    settings = AppSettings.from_serve_config(ROOT / "cluster" / "serve_config.gpu.yaml")
+    assert settings.llm.backend == "vllm" and settings.agent_guidance == "none"
+    assert settings.embedder.dim == 1024 and settings.embedder.fp16
+    v = settings.llm.vllm
+    assert v.placement_strategy == "STRICT_PACK" and v.accelerator_type is None
+    cluster = yaml.safe_load((ROOT / "cluster" / "rayservice.yaml").read_text())["spec"][
+        "rayClusterConfig"
+    ]
+    head = cluster["headGroupSpec"]["template"]["spec"]["containers"][0]
+    assert "nvidia.com/gpu" not in head["resources"]["limits"]
+    gpus = [int(c["resources"]["limits"]["nvidia.com/gpu"])
+            for g in cluster["workerGroupSpecs"] for c in g["template"]["spec"]["containers"]
+            if "nvidia.com/gpu" in c["resources"]["limits"]]  # fmt: skip
+    assert gpus and max(gpus) >= v.tensor_parallel_size * v.pipeline_parallel_size
+
+
+def test_the_chat_store_runs_on_the_one_pod_with_its_own_disk():
+    """ChatStore asks for the chat_store resource; exactly one worker group (of one pod)
+    advertises it and mounts the ReadWriteOnce claim that holds chat_db."""
+    from crow.settings import AppSettings
+
     gpu = yaml.safe_load((ROOT / "cluster" / "serve_config.gpu.yaml").read_text())
-    (app,) = embedded["applications"]
-    assert app["import_path"] == "deployments.graph:build_app"
-    settings = resolve_args(app["args"])
-    assert settings["llm"] == gpu["applications"][0]["args"]["llm"]
-    assert {d["name"] for d in app["deployments"]} <= DEPLOYMENTS
-    head = service["spec"]["rayClusterConfig"]["headGroupSpec"]
-    assert "nvidia.com/gpu" not in head["template"]["spec"]["containers"][0]["resources"]["limits"]
-    gpus = [g for g in service["spec"]["rayClusterConfig"]["workerGroupSpecs"]
-            if "nvidia.com/gpu" in g["template"]["spec"]["containers"][0]["resources"]["limits"]]  # fmt: skip
-    per_node = int(
-        gpus[0]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"]
-    )
-    assert per_node >= app["args"]["llm"]["vllm"]["tensor_parallel_size"]
+    (app,) = gpu["applications"]
+    (store,) = [d for d in app["deployments"] if d["name"] == "ChatStore"]
+    assert store["num_replicas"] == 1 and store["ray_actor_options"]["resources"] == {
+        "chat_store": 1
+    }
+    cluster = yaml.safe_load((ROOT / "cluster" / "rayservice.yaml").read_text())["spec"][
+        "rayClusterConfig"
+    ]
+    groups = [g for g in cluster["workerGroupSpecs"]
+              if "chat_store" in g["rayStartParams"].get("resources", "")]  # fmt: skip
+    assert len(groups) == 1 and groups[0]["maxReplicas"] == 1
+    pod = groups[0]["template"]["spec"]
+    claims = {v["name"]: v["persistentVolumeClaim"]["claimName"] for v in pod["volumes"]
+              if "persistentVolumeClaim" in v}  # fmt: skip
+    chat_db = AppSettings.from_args(app["args"]).chat_db_path
+    (mount,) = [m for m in pod["containers"][0]["volumeMounts"]
+                if chat_db.is_relative_to(m["mountPath"])]  # fmt: skip
+    pvcs = {d["metadata"]["name"]: d for d in yaml.safe_load_all(
+        (ROOT / "cluster" / "volumes.yaml").read_text())}  # fmt: skip
+    assert pvcs[claims[mount["name"]]]["spec"]["accessModes"] == ["ReadWriteOnce"]
+    others = [
+        g for g in [cluster["headGroupSpec"], *cluster["workerGroupSpecs"]] if g not in groups
+    ]
+    for group in others:
+        names = {v.get("persistentVolumeClaim", {}).get("claimName")
+                 for v in group["template"]["spec"].get("volumes", [])}  # fmt: skip
+        assert claims[mount["name"]] not in names
 
 
-def test_rayjob_runs_the_reindex_module():
-    job = yaml.safe_load((ROOT / "cluster" / "rayjob-reindex.yaml").read_text())
-    assert job["spec"]["entrypoint"].startswith("python -m jobs.reindex --org ")
+def test_the_reindex_job_submits_to_the_serving_cluster():
+    """Not a RayJob (it would start or select a cluster by a name a RayService does not
+    keep): the Jobs API of the head Service that follows the active cluster."""
+    job = yaml.safe_load((ROOT / "cluster" / "job-reindex.yaml").read_text())
+    service = yaml.safe_load((ROOT / "cluster" / "rayservice.yaml").read_text())
+    command = job["spec"]["template"]["spec"]["containers"][0]["command"]
+    assert command[:3] == ["ray", "job", "submit"]
+    assert f"--address=http://{service['metadata']['name']}-head-svc:8265" in command
+    assert command[command.index("--") + 1 : command.index("--") + 4] == [
+        "python",
+        "-m",
+        "jobs.reindex",
+    ]
 
 
 def test_eval_rayjob_evaluates_the_served_model_with_the_gpu_profile():
     import shlex
 
     from jobs.eval import build_parser
+    from tests.cluster_image import image
 
     job = yaml.safe_load((ROOT / "cluster" / "rayjob-eval.yaml").read_text())
     argv = shlex.split(job["spec"]["entrypoint"])
     assert argv[:3] == ["python", "-m", "jobs.eval"]
     args = build_parser().parse_args(argv[3:])
-    assert (ROOT / args.config).is_file() and args.config.name == "serve_config.gpu.yaml"
+    assert image().source_of(str(args.config)) == ROOT / "cluster" / "serve_config.gpu.yaml"
     service = yaml.safe_load((ROOT / "cluster" / "rayservice.yaml").read_text())
     port = yaml.safe_load(service["spec"]["serveConfigV2"])["http_options"]["port"]
     assert args.llm_url == f"http://{service['metadata']['name']}-serve-svc:{port}/v1"
@@ -133,6 +188,7 @@ def test_the_gpu_profile_guards_every_route_and_reads_secrets_from_the_secret():
         env = {e["name"]: e for e in group["template"]["spec"]["containers"][0]["env"]}
         token = env["ASK_CROW_OPERATOR_TOKEN"]["valueFrom"]["secretKeyRef"]
         assert token["name"] == "crow-secrets"
+        assert env["HF_TOKEN"]["valueFrom"]["secretKeyRef"]["name"] == "crow-secrets"
         assert "secretKeyRef" in env["OPENAI_API_KEY"]["valueFrom"]
     # the Ray dashboard / Jobs API is not published beyond the cluster
     text = (ROOT / "cluster" / "rayservice.yaml").read_text()
