@@ -52,6 +52,9 @@ def test_a_typo_in_args_fails(path):
         resolve_args({**app["args"], "embeder": {"model": "x"}})
     with pytest.raises(ValueError):
         resolve_args({**app["args"], "llm": {**app["args"]["llm"], "bakend": "local"}})
+    # FAISS runs on the CPU in every profile: the old GPU switch is refused, not ignored
+    with pytest.raises(ValueError, match="use_gpu"):
+        resolve_args({**app["args"], "search": {"use_gpu": True}})
 
 
 def test_rayservice_serves_the_gpu_profile_verbatim():

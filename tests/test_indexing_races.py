@@ -33,6 +33,7 @@ from crow.store.chat_store import ChatStore
 from indexes.store import IndexStore
 from jobs import reindex
 from models.testing_embed import HashEmbedder
+from tests.job_fakes import RecordingJob
 
 ORG = "acme-outdoor"
 EMB = HashEmbedder()
@@ -111,20 +112,9 @@ class FakeRay:
         return ids, vectors
 
 
-class Recorder:
-    def __init__(self) -> None:
-        self.updates: list[dict] = []
-
-    def update(self, **fields) -> None:
-        self.updates.append(fields)
-
-    def record_index(self, collection, meta) -> None:
-        pass
-
-
 def run_job_reindex(settings: AppSettings, monkeypatch, fake: FakeRay) -> dict:
     monkeypatch.setattr(reindex, "embed_with_ray", fake)
-    return reindex.reindex_collection(settings, ORG, "org_context", full=True, recorder=Recorder())
+    return reindex.reindex_collection(settings, ORG, "org_context", full=True, recorder=RecordingJob())
 
 
 # --- concurrent adds -------------------------------------------------------------------------

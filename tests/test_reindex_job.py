@@ -13,6 +13,7 @@ from deployments.reindex_control import env_for_job
 from indexes.store import IndexStore
 from jobs import reindex
 from jobs.seed_demo import main as seed
+from tests.job_fakes import RecordingJob
 
 pytestmark = pytest.mark.serve
 ORG = "fresh-mart"
@@ -159,17 +160,6 @@ def test_a_killed_job_leaves_the_serving_version(tmp_path):
 
 
 # --- the vector dimension: never from a model loaded in the driver ---------------------------
-class _Recorder:
-    def __init__(self) -> None:
-        self.updates: list[dict] = []
-
-    def update(self, **fields) -> None:
-        self.updates.append(fields)
-
-    def record_index(self, collection, meta) -> None:
-        pass
-
-
 def _hash_pool(dim: int):
     """jobs.reindex.embed_with_ray without Ray: hash-embeds the Parquet rows at `dim`."""
     import pyarrow.parquet as pq
@@ -214,7 +204,7 @@ def _org(tmp_path, embedder: dict | None = None, docs: int = 0) -> AppSettings:
 
 
 def _run(settings, collection="org_context", *, full=True) -> dict:
-    return reindex.reindex_collection(settings, ORG, collection, full=full, recorder=_Recorder())
+    return reindex.reindex_collection(settings, ORG, collection, full=full, recorder=RecordingJob())
 
 
 def test_an_empty_full_reindex_sizes_the_index_without_the_model(tmp_path, no_model_in_driver):
