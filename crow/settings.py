@@ -283,6 +283,12 @@ class ReindexSettings(_Section):
         ge=0,
         description="GPUs per embedding actor; a fraction (e.g. 0.5) lets actors share a GPU.",
     )
+    driver_num_cpus: float = Field(
+        0.0,
+        ge=0,
+        description="CPUs reserved for the job's driver (it gathers the vectors and builds "
+        "FAISS): 0 runs it on the head node; 1 on a cluster whose head has no CPUs for Ray.",
+    )
 
 
 class AppSettings(BaseSettings):
@@ -360,14 +366,3 @@ class AppSettings(BaseSettings):
     def model_cache_dir(self) -> Path:
         return self.model_cache or self.var_dir / "models"
 
-
-def settings_from_config_arg(value: str | Path) -> AppSettings:
-    """The settings a job's ``--config`` names: ``none``: from ``CROW_*`` variables only
-    (how ReindexControl submits jobs); an existing file: that serve_config.yaml's app args
-    (``CROW_*`` variables still override). Anything else raises FileNotFoundError
-    ("--config PATH: no such file"): a typo must not run a job on the CPU defaults."""
-    if str(value).strip().lower() == "none":
-        return AppSettings()
-    if not Path(value).is_file():
-        raise FileNotFoundError(f"--config {value}: no such file")
-    return AppSettings.from_serve_config(value)

@@ -65,6 +65,7 @@ class ReindexControlDeployment(Indexer):
             entrypoint=" ".join(command),
             submission_id=job_id,
             runtime_env={"env_vars": env_for_job(self._args)},
+            entrypoint_num_cpus=self.settings.reindex.driver_num_cpus or None,
         )
 
     async def status(self, org_id: str, job_id: str) -> dict[str, Any] | None:

@@ -39,11 +39,12 @@ from crow.agent.loop import Agent, AgentConfig
 from crow.agent.prompts import system_prompt
 from crow.agent.tools import TOOLS_BY_NAME
 from crow.analytics import Analytics
+from crow.config_source import CONFIG_HELP, ConfigError, settings_from_config_arg
 from crow.datalake import DataLake
 from crow.indexing import INDEX_COLLECTIONS, build_index
 from crow.search import SearchService
 from crow.services import ThreadProxy
-from crow.settings import AppSettings, settings_from_config_arg
+from crow.settings import AppSettings
 from indexes.store import IndexStore
 from jobs import truth as truths
 from models.chat import ChatModel
@@ -332,8 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--eval-file", type=Path, default=DEFAULT_FILE)
     parser.add_argument("--org", default="acme-outdoor")
-    parser.add_argument("--config", type=Path, default=Path("serve_config.yaml"),
-                        help="a serve_config.yaml, or 'none': CROW_* variables only")  # fmt: skip
+    parser.add_argument("--config", default="serve_config.yaml", help=CONFIG_HELP)
     parser.add_argument("--out", type=Path, default=Path("var/eval/results.json"))
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--answer-timeout", type=float, default=ANSWER_TIMEOUT_S,
@@ -355,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         settings = settings_from_config_arg(args.config)
-    except FileNotFoundError as exc:
+    except ConfigError as exc:
         parser.error(str(exc))
     if args.llm_url:
         llm = settings.llm.model_copy(update={"backend": "openai", "base_url": args.llm_url})

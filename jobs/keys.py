@@ -17,8 +17,9 @@ import sys
 from datetime import UTC, datetime, timedelta
 
 from crow.auth.keys import ROLES
+from crow.config_source import CONFIG_HELP, ConfigError, settings_from_config_arg
 from crow.datalake import DataLake
-from crow.settings import AppSettings, settings_from_config_arg
+from crow.settings import AppSettings
 from jobs.seed_demo import DEMO_ORGS
 from jobs.store_access import StoreAccess
 
@@ -67,8 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
-    parser.add_argument("--config", default="serve_config.yaml",
-                        help="where var_dir is set; 'none': CROW_* variables only")  # fmt: skip
+    parser.add_argument("--config", default="serve_config.yaml", help=CONFIG_HELP)
     commands = parser.add_subparsers(dest="command", required=True)
     create = commands.add_parser("create", help="create a key and print it (once)")
     create.add_argument("--org", required=True)
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         settings = settings_from_config_arg(args.config)
-    except FileNotFoundError as exc:
+    except ConfigError as exc:
         parser.error(str(exc))
     store = StoreAccess(settings, connect=True)
     try:

@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from crow.config_source import CONFIG_HELP, ConfigError, settings_from_config_arg
 from crow.datalake import DataLake
 from crow.indexer import describe_source, load_source_records
 from crow.indexing import (
@@ -41,7 +42,7 @@ from crow.indexing import (
     source_table,
     texts_for,
 )
-from crow.settings import AppSettings, EmbedderSettings, settings_from_config_arg
+from crow.settings import AppSettings, EmbedderSettings
 from indexes.store import IndexMeta, IndexNotFoundError, IndexStore
 from indexes.vector_index import IndexParams
 from jobs.job_record import JobRecorder
@@ -269,15 +270,14 @@ def main(argv: list[str] | None = None) -> int:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--full", action="store_true", default=True)
     mode.add_argument("--incremental", action="store_true")
-    parser.add_argument("--config", default="serve_config.yaml",
-                        help="a serve_config.yaml, or 'none': CROW_* variables only")  # fmt: skip
+    parser.add_argument("--config", default="serve_config.yaml", help=CONFIG_HELP)
     parser.add_argument(
         "--job-id", default=os.environ.get("CROW_JOB_ID") or f"job_{uuid.uuid4().hex[:20]}"
     )
     args = parser.parse_args(argv)
     try:  # "--config none": CROW_* variables only (how ReindexControl submits)
         settings = settings_from_config_arg(args.config)
-    except FileNotFoundError as exc:
+    except ConfigError as exc:
         parser.error(str(exc))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
 

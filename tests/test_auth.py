@@ -163,6 +163,14 @@ def test_the_host_allowlist(settings, lake, store, ha):
         assert api.get("/health").status_code == 200  # probes come by pod IP
         good = {**ha, "Host": "crow.example.com"}
         assert api.get("/api/v1/organizations", headers=good).status_code == 200
+        # MCP's own DNS-rebinding check admits the same names, with a port too
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "0"}}}  # fmt: skip
+        accept = {"Accept": "application/json, text/event-stream"}
+        for host in ("crow.example.com", "crow.example.com:8000"):
+            r = api.post("/mcp", json=init, headers={**ha, **accept, "Host": host})
+            assert r.status_code == 200, (host, r.status_code, r.text)
 
 
 def test_v1_needs_a_key_takes_json_only_caps_max_tokens_and_counts_tokens(api, store):

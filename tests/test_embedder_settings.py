@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from crow.settings import AppSettings, EmbedderSettings, settings_from_config_arg
+from crow.config_source import ConfigError, settings_from_config_arg
+from crow.settings import AppSettings, EmbedderSettings
 
 CONFIG = "applications:\n  - name: crow\n    args:\n      var_dir: {var}\n" \
          "      embedder: {{model: BAAI/bge-m3, device: cuda, fp16: true, dim: 1024, " \
@@ -34,9 +35,9 @@ def test_config_arg_none_a_file_or_an_error(tmp_path, monkeypatch) -> None:
     assert loaded.var_dir == tmp_path / "gpu-var"
     assert (loaded.embedder.dim, loaded.embedder.max_seq_length) == (1024, 512)
     missing = tmp_path / "serve_config.gpu.yml"  # a typo
-    with pytest.raises(FileNotFoundError, match=r"--config .*serve_config\.gpu\.yml: no such file"):
+    with pytest.raises(ConfigError, match=r"--config .*serve_config\.gpu\.yml: no such file"):
         settings_from_config_arg(missing)
-    with pytest.raises(FileNotFoundError, match="no such file"):
+    with pytest.raises(ConfigError, match="no such file"):
         settings_from_config_arg(tmp_path)  # a directory is no config either
 
 
@@ -78,3 +79,54 @@ def test_jobs_take_config_none_from_the_environment(tmp_path, capsys, monkeypatc
     assert "unknown organization 'nobody'" in capsys.readouterr().err
     assert keys.main(["--config", "none", "list"]) == 0
     assert (tmp_path / "var" / "chat.duckdb").exists()  # the store of CROW_VAR_DIR
+
+
+@pytest.fixture()
+def dashboard():
+    """A local HTTP server answering GET /api/serve/applications/ as Ray's dashboard does
+    (ray.serve.schema.ServeInstanceDetails: applications -> name -> deployed_app_config)."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    import yaml
+
+    gpu = Path(__file__).resolve().parents[1] / "cluster" / "serve_config.gpu.yaml"
+    (app,) = yaml.safe_load(gpu.read_text())["applications"]
+    body = json.dumps({"applications": {"crow": {"deployed_app_config": app}}}).encode()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            found = self.path == "/api/serve/applications/"
+            self.send_response(200 if found else 404)
+            self.end_headers()
+            self.wfile.write(body if found else b"{}")
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}", gpu
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_config_from_the_dashboard_is_what_is_served(dashboard, capsys) -> None:
+    """--config http://HOST:8265: the served args, equal to the file they were deployed from;
+    an application that is not deployed, or no dashboard, stops the job."""
+    from jobs import reindex
+
+    url, gpu = dashboard
+    assert settings_from_config_arg(url) == settings_from_config_arg(gpu)
+    assert settings_from_config_arg(url + "/").llm.backend == "vllm"
+    with pytest.raises(ConfigError, match=r"no application 'other' is deployed there \(deployed: \['crow'\]\)"):
+        settings_from_config_arg(url, app="other")
+    closed = "http://127.0.0.1:9"  # discard port: nothing listens
+    with pytest.raises(ConfigError, match="cannot read"):
+        settings_from_config_arg(closed, timeout_s=2)
+    err = _refused(reindex.main, ["--org", "acme-outdoor", "--config", closed], capsys)
+    assert f"error: --config {closed}: cannot read" in err

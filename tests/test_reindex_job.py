@@ -294,3 +294,29 @@ def test_embedding_actors_take_a_fraction_of_a_gpu(tmp_path, monkeypatch):
     assert seen["fn"] is reindex.EmbedBatch
     assert seen["num_gpus"] == 0.5 and isinstance(seen["num_gpus"], float)
     assert isinstance(seen["compute"], ray.data.ActorPoolStrategy)
+
+
+def test_reindex_control_reserves_the_drivers_cpus() -> None:
+    """reindex.driver_num_cpus reaches the Jobs API, so on the GPU cluster the driver runs
+    on a worker (the head offers Ray no CPU); 0 leaves it on the head (the CPU profile)."""
+    import asyncio
+    import types
+
+    from deployments.reindex_control import ReindexControlDeployment
+
+    submitted: list[dict] = []
+
+    class Jobs:
+        def submit_job(self, **kwargs) -> None:
+            submitted.append(kwargs)
+
+    for cpus, expected in ((1.0, 1.0), (0.0, None)):
+        args = {"reindex": {"driver_num_cpus": cpus}}
+        control = types.SimpleNamespace(
+            _jobs=Jobs, _args=args, settings=AppSettings.from_args(args)
+        )
+        asyncio.run(ReindexControlDeployment.func_or_class._start(
+            control, ORG, "job_1", ["products"], True
+        ))  # fmt: skip
+        assert submitted[-1]["entrypoint_num_cpus"] == expected
+        assert "--config none" in submitted[-1]["entrypoint"]

@@ -82,9 +82,10 @@ class McpEndpoint:
                 self._manager = None
 
     def _security(self) -> TransportSecuritySettings:
-        hosts = list(self.services.settings.auth.allowed_hosts)
-        if not hosts:
-            hosts = [h for name in LOOPBACK_HOSTS for h in (name, f"{name}:*")]
+        # Each name with any port, as the guard compares Hosts (in-cluster clients send
+        # "ask-crow-serve-svc:8000").
+        names = self.services.settings.auth.allowed_hosts or LOOPBACK_HOSTS
+        hosts = [h for name in names for h in (name, f"{name}:*")]
         origins = [f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")]
         return TransportSecuritySettings(
             enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
