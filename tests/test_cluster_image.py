@@ -11,7 +11,7 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from tests.cluster_image import ROOT, image
+from tests.cluster_image import DOCKERFILE, ROOT, image
 
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 
@@ -40,14 +40,47 @@ def test_the_image_holds_every_package_and_config_the_cluster_runs() -> None:
     img = image()
     for package in ("crow", "models", "indexes", "deployments", "jobs", "dashboard"):
         assert img.source_of(package) == ROOT / package, f"{package}/ is not in the image"
-    # every --config a manifest passes names a file the image has, at that path
-    paths = []
+    # every config file a manifest names is in the image, at that path; a job's --config is
+    # that or the serving cluster's dashboard (the args being served)
+    named = []
     for manifest in sorted((ROOT / "cluster").glob("*.yaml")):
-        paths += re.findall(r"--config[= ](\S+\.ya?ml)", manifest.read_text())
-    assert paths, "no manifest runs a job with --config"
-    for path in paths:
+        text = manifest.read_text()
+        named += re.findall(r"serve deploy (\S+\.ya?ml)", text)
+        code = "\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith("#"))
+        for value in re.findall(r"--config[= ]\"?([^\s\"]+)", code):
+            if not value.startswith(("http://", "$")):
+                named.append(value)
+    assert named, "no manifest names a config file"
+    for path in named:
         source = img.source_of(path)
         assert source is not None and source.is_file(), f"{path} is not in the image"
+
+
+def pod_templates() -> list[tuple[str, dict]]:
+    """(where, pod spec) of every pod template in the cluster's manifests."""
+    pods = []
+    for manifest in sorted((ROOT / "cluster").glob("*.yaml")):
+        for doc in yaml.safe_load_all(manifest.read_text()):
+            spec = (doc or {}).get("spec", {})
+            if "template" in spec:
+                pods.append((manifest.name, spec["template"]["spec"]))
+            cluster = spec.get("rayClusterConfig") or spec.get("rayClusterSpec")
+            if cluster:
+                groups = [cluster["headGroupSpec"], *cluster.get("workerGroupSpecs", [])]
+                pods += [(f"{manifest.name}:{g.get('groupName', 'head')}", g["template"]["spec"])
+                         for g in groups]  # fmt: skip
+    return pods
+
+
+def test_every_pod_can_write_its_volumes() -> None:
+    """The image runs as ray in group users (100): every pod with a volume makes it
+    writable for that group (a fresh disk's root belongs to root)."""
+    assert "--chown=ray:users" in DOCKERFILE.read_text()
+    pods = pod_templates()
+    assert len(pods) >= 6
+    for where, pod in pods:
+        if any("persistentVolumeClaim" in v for v in pod.get("volumes", [])):
+            assert pod.get("securityContext", {}).get("fsGroup") == 100, where
 
 
 def test_the_model_cache_is_a_mounted_volume() -> None:

@@ -93,15 +93,15 @@ def test_the_chat_store_runs_on_the_one_pod_with_its_own_disk():
     gpu = yaml.safe_load((ROOT / "cluster" / "serve_config.gpu.yaml").read_text())
     (app,) = gpu["applications"]
     (store,) = [d for d in app["deployments"] if d["name"] == "ChatStore"]
-    assert store["num_replicas"] == 1 and store["ray_actor_options"]["resources"] == {
-        "chat_store": 1
-    }
+    assert store["num_replicas"] == 1
+    assert store["ray_actor_options"] == {"num_cpus": 0, "resources": {"chat_store": 1}}
     cluster = yaml.safe_load((ROOT / "cluster" / "rayservice.yaml").read_text())["spec"][
         "rayClusterConfig"
     ]
-    groups = [g for g in cluster["workerGroupSpecs"]
-              if "chat_store" in g["rayStartParams"].get("resources", "")]  # fmt: skip
+    groups = [g for g in cluster["workerGroupSpecs"] if "chat_store" in g.get("resources", {})]
     assert len(groups) == 1 and groups[0]["maxReplicas"] == 1
+    # no CPU for Ray there: nothing but the ChatStore can be placed on that pod
+    assert groups[0]["resources"] == {"CPU": "0", "chat_store": "1"}
     pod = groups[0]["template"]["spec"]
     claims = {v["name"]: v["persistentVolumeClaim"]["claimName"] for v in pod["volumes"]
               if "persistentVolumeClaim" in v}  # fmt: skip
@@ -121,32 +121,32 @@ def test_the_chat_store_runs_on_the_one_pod_with_its_own_disk():
 
 
 def test_the_reindex_job_submits_to_the_serving_cluster():
-    """Not a RayJob (it would start or select a cluster by a name a RayService does not
-    keep): the Jobs API of the head Service that follows the active cluster."""
+    """Not a RayJob (it would start a cluster, or name one, and a RayService renames its
+    cluster): the Jobs API of the head Service that follows the active cluster, with the
+    args the app serves, its driver off the head, failing unless the Ray job succeeded."""
     job = yaml.safe_load((ROOT / "cluster" / "job-reindex.yaml").read_text())
     service = yaml.safe_load((ROOT / "cluster" / "rayservice.yaml").read_text())
-    command = job["spec"]["template"]["spec"]["containers"][0]["command"]
-    assert command[:3] == ["ray", "job", "submit"]
-    assert f"--address=http://{service['metadata']['name']}-head-svc:8265" in command
-    assert command[command.index("--") + 1 : command.index("--") + 4] == [
-        "python",
-        "-m",
-        "jobs.reindex",
-    ]
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert env["RAY"] == f"http://{service['metadata']['name']}-head-svc:8265"
+    script = container["command"][-1]
+    assert 'ray job submit --address="$RAY"' in script and "--entrypoint-num-cpus=1" in script
+    assert 'python -m jobs.reindex --org="$ORG" --full --config="$RAY"' in script
+    assert script.rstrip().endswith("grep -q SUCCEEDED") and "e" in container["command"][1]
 
 
 def test_eval_rayjob_evaluates_the_served_model_with_the_gpu_profile():
     import shlex
 
     from jobs.eval import build_parser
-    from tests.cluster_image import image
 
     job = yaml.safe_load((ROOT / "cluster" / "rayjob-eval.yaml").read_text())
     argv = shlex.split(job["spec"]["entrypoint"])
     assert argv[:3] == ["python", "-m", "jobs.eval"]
     args = build_parser().parse_args(argv[3:])
-    assert image().source_of(str(args.config)) == ROOT / "cluster" / "serve_config.gpu.yaml"
     service = yaml.safe_load((ROOT / "cluster" / "rayservice.yaml").read_text())
+    # the args the app serves, from the serving cluster's dashboard (not the image's copy)
+    assert args.config == f"http://{service['metadata']['name']}-head-svc:8265"
     port = yaml.safe_load(service["spec"]["serveConfigV2"])["http_options"]["port"]
     assert args.llm_url == f"http://{service['metadata']['name']}-serve-svc:{port}/v1"
 
@@ -192,7 +192,11 @@ def test_the_gpu_profile_guards_every_route_and_reads_secrets_from_the_secret():
         token = env["ASK_CROW_OPERATOR_TOKEN"]["valueFrom"]["secretKeyRef"]
         assert token["name"] == "crow-secrets"
         assert env["HF_TOKEN"]["valueFrom"]["secretKeyRef"]["name"] == "crow-secrets"
-        assert "secretKeyRef" in env["OPENAI_API_KEY"]["valueFrom"]
+        assert "OPENAI_API_KEY" not in env  # the eval key goes to the eval job alone
+    job = yaml.safe_load((ROOT / "cluster" / "rayjob-eval.yaml").read_text())
+    head = job["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e for e in head["env"]}
+    assert env["OPENAI_API_KEY"]["valueFrom"]["secretKeyRef"]["name"] == "crow-secrets"
     # the Ray dashboard / Jobs API is not published beyond the cluster
     text = (ROOT / "cluster" / "rayservice.yaml").read_text()
     assert "LoadBalancer" not in text and "NodePort" not in text
