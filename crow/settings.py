@@ -265,7 +265,8 @@ class AgentSettings(_Section):
 
 
 class SearchSettings(_Section):
-    """FAISS searches on the CPU in every profile (README, "Cluster": why not faiss-gpu)."""
+    """FAISS searches on the CPU in every profile (why not faiss-gpu: README, "Running on a
+    GPU cluster")."""
 
     exact_threshold: int = Field(50_000, gt=0, description="Rows below which search is exact.")
     nprobe: int = Field(32, gt=0, description="IVF lists scanned per query (approximate).")
