@@ -1,7 +1,8 @@
 """The one settings model of the app.
 
-Filled from the application ``args`` of ``serve_config.yaml`` (or any dict) with ``CROW_*``
-environment variables taking precedence, e.g. ``CROW_LIMITS__MAX_MESSAGE_CHARS=2000``.
+Filled from the application ``args`` of ``serve_config.yaml`` (or any dict). The environment
+may override only paths and addresses, e.g. ``CROW_VAR_DIR=/srv/crow``; any other ``CROW_*``
+variable fails the construction (the allowlist and the rule: :mod:`crow.settings_env`).
 Nothing here is built at import time: call :meth:`AppSettings.from_args`.
 """
 
@@ -13,6 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from crow.settings_env import AllowlistedEnvSource
 
 
 def read_secret(env: str | None, file: Path | None) -> str | None:
@@ -295,9 +298,7 @@ class ReindexSettings(_Section):
 class AppSettings(BaseSettings):
     """Everything the app and its jobs read; documented where declared."""
 
-    model_config = SettingsConfigDict(
-        env_prefix="CROW_", env_nested_delimiter="__", extra="forbid", frozen=True
-    )
+    model_config = SettingsConfigDict(extra="forbid", frozen=True)
 
     var_dir: Path = Field(Path("var"), description="Root of all local state.")
     data_root: Path | None = Field(None, description="Parquet data; default <var_dir>/data.")
@@ -330,8 +331,9 @@ class AppSettings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        # Environment first: a CROW_* variable overrides the serve_config args.
-        return env_settings, init_settings
+        # Environment first, but only the allowlisted CROW_* paths and addresses override the
+        # args; any other CROW_* variable raises (crow.settings_env.ENV_SETTINGS).
+        return AllowlistedEnvSource(settings_cls), init_settings
 
     @classmethod
     def from_args(cls, args: dict[str, Any] | None = None) -> AppSettings:
@@ -366,4 +368,3 @@ class AppSettings(BaseSettings):
     @property
     def model_cache_dir(self) -> Path:
         return self.model_cache or self.var_dir / "models"
-

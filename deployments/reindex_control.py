@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import sys
 from typing import Any
@@ -12,6 +11,7 @@ from ray import serve
 from ray.job_submission import JobStatus, JobSubmissionClient
 from ray.serve.handle import DeploymentHandle
 
+from crow.config_source import app_args_env
 from crow.indexer import Indexer
 from crow.indexing import INDEX_COLLECTIONS
 from crow.settings import AppSettings
@@ -23,11 +23,9 @@ _RAY_FINAL = {JobStatus.FAILED: "failed", JobStatus.STOPPED: "stopped"}
 
 
 def env_for_job(args: dict[str, Any]) -> dict[str, str]:
-    """The app's settings as CROW_* variables, so the job sees exactly the app's config."""
-    return {
-        f"CROW_{key.upper()}": value if isinstance(value, str) else json.dumps(value)
-        for key, value in args.items()
-    }
+    """The job's environment: the app's args as one JSON variable (CROW_APP_ARGS), which the
+    job reads with ``--config env``, so it sees exactly the args the app runs with."""
+    return app_args_env(args)
 
 
 @serve.deployment(name="ReindexControl", num_replicas=1, ray_actor_options={"num_cpus": 0})
@@ -55,7 +53,7 @@ class ReindexControlDeployment(Indexer):
 
     async def _start(self, org_id: str, job_id: str, collections: list[str], full: bool) -> None:
         command = [sys.executable, "-m", "jobs.reindex", "--org", org_id, "--job-id", job_id,
-                   "--config", "none"]  # fmt: skip
+                   "--config", "env"]  # fmt: skip
         for collection in collections:
             command += ["--collection", collection]
         if not full:

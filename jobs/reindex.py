@@ -43,6 +43,7 @@ from crow.indexing import (
     texts_for,
 )
 from crow.settings import AppSettings, EmbedderSettings
+from crow.settings_env import JOB_ID_ENV
 from indexes.store import IndexMeta, IndexNotFoundError, IndexStore
 from indexes.vector_index import IndexParams
 from jobs.job_record import JobRecorder
@@ -272,10 +273,10 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--incremental", action="store_true")
     parser.add_argument("--config", default="serve_config.yaml", help=CONFIG_HELP)
     parser.add_argument(
-        "--job-id", default=os.environ.get("CROW_JOB_ID") or f"job_{uuid.uuid4().hex[:20]}"
+        "--job-id", default=os.environ.get(JOB_ID_ENV) or f"job_{uuid.uuid4().hex[:20]}"
     )
     args = parser.parse_args(argv)
-    try:  # "--config none": CROW_* variables only (how ReindexControl submits)
+    try:  # "--config env": the app args in CROW_APP_ARGS (how ReindexControl submits)
         settings = settings_from_config_arg(args.config)
     except ConfigError as exc:
         parser.error(str(exc))

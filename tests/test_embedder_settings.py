@@ -1,5 +1,6 @@
 """The embedder's GPU-profile settings, and how jobs read their --config: 'none' means the
-CROW_* variables, a file that file, and anything else stops the job (no silent CPU defaults)."""
+defaults (with the environment's paths), 'env' the app args in CROW_APP_ARGS, a file that file,
+and anything else stops the job (no silent CPU defaults)."""
 
 from __future__ import annotations
 
@@ -79,6 +80,17 @@ def test_jobs_take_config_none_from_the_environment(tmp_path, capsys, monkeypatc
     assert "unknown organization 'nobody'" in capsys.readouterr().err
     assert keys.main(["--config", "none", "list"]) == 0
     assert (tmp_path / "var" / "chat.duckdb").exists()  # the store of CROW_VAR_DIR
+
+
+def test_jobs_refuse_a_setting_in_the_environment(tmp_path, capsys, monkeypatch) -> None:
+    """A CROW_* variable that is no path or address stops a job with the reason, not a
+    traceback and not a job on other settings than the ones configured."""
+    from jobs import reindex
+
+    monkeypatch.setenv("CROW_EMBEDDER__DEVICE", "cuda")
+    err = _refused(reindex.main, ["--org", "nobody", "--config", "none"], capsys)
+    assert "error: environment variable CROW_EMBEDDER__DEVICE:" in err
+    assert "Set embedder.device in the serve config's application args" in err
 
 
 @pytest.fixture()

@@ -568,7 +568,7 @@ def _slow_js(regexes: dict[str, tuple[str, str]]) -> dict[str, list[str]]:
     """The slow texts of each regex, in Node, or else in Chromium (one browser start)."""
     specs = {key: adversarial(source) for key, (source, _) in regexes.items()}
     node = shutil.which("node")
-    if node and os.environ.get("CROW_REGEX_JS") != "chromium":
+    if node and os.environ.get("REGEX_TEST_JS") != "chromium":
         return {
             key: _watch(
                 [node, "-e", _NODE_RUNNER], [source, flags, specs[key], BOUND_S], specs[key]

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from crow.config_source import settings_from_config_arg
 from crow.datalake import DataLake
 from crow.settings import AppSettings
 from crow.store.chat_store import ChatStore
@@ -52,7 +53,7 @@ def test_full_then_incremental_reindex(ray_cluster, tmp_path, monkeypatch):
             "orgs": {ORG: {"knowledge_source": {"kind": "folder", "location": str(kb)}}}}  # fmt: skip
     for key, value in env_for_job(args).items():  # how ReindexControl hands settings to the job
         monkeypatch.setenv(key, value)
-    settings = AppSettings()
+    settings = settings_from_config_arg("env")
     assert settings.var_dir == var and settings.reindex.batch_size == 64
 
     argv = [
@@ -63,7 +64,7 @@ def test_full_then_incremental_reindex(ray_cluster, tmp_path, monkeypatch):
         "--collection",
         "org_context",
         "--config",
-        "none",
+        "env",
     ]
     assert reindex.main([*argv, "--job-id", "job_full"]) == 0
     store = IndexStore(settings.index_dir)
@@ -80,7 +81,7 @@ def test_full_then_incremental_reindex(ray_cluster, tmp_path, monkeypatch):
         {**docs[0], "id": "doc-new", "title": "Night shift"}
     ]
     lake.write(ORG, "documents", [kept], mode="replace")
-    assert reindex.main([*argv[:2], "--collection", "org_context", "--incremental", "--config", "none",
+    assert reindex.main([*argv[:2], "--collection", "org_context", "--incremental", "--config", "env",
                          "--job-id", "job_inc"]) == 0  # fmt: skip
     index = store.load(ORG, "org_context")
     live = {i for i in index.ids if i}
@@ -103,11 +104,10 @@ def test_full_then_incremental_reindex(ray_cluster, tmp_path, monkeypatch):
 
 
 def test_job_env_round_trips_nested_settings():
-    env = env_for_job({"var_dir": "/srv", "embedder": {"model": "m", "batch_size": 8}})
-    assert env == {
-        "CROW_VAR_DIR": "/srv",
-        "CROW_EMBEDDER": json.dumps({"model": "m", "batch_size": 8}),
-    }
+    args = {"var_dir": "/srv", "embedder": {"model": "m", "batch_size": 8}}
+    env = env_for_job(args)
+    assert env == {"CROW_APP_ARGS": json.dumps(args)}
+    assert json.loads(env["CROW_APP_ARGS"]) == args
 
 
 def test_a_killed_job_leaves_the_serving_version(tmp_path):
@@ -319,4 +319,5 @@ def test_reindex_control_reserves_the_drivers_cpus() -> None:
             control, ORG, "job_1", ["products"], True
         ))  # fmt: skip
         assert submitted[-1]["entrypoint_num_cpus"] == expected
-        assert "--config none" in submitted[-1]["entrypoint"]
+        assert "--config env" in submitted[-1]["entrypoint"]
+        assert submitted[-1]["runtime_env"] == {"env_vars": env_for_job(args)}

@@ -4,6 +4,7 @@ import pytest
 from pydantic import ValidationError
 
 from crow.settings import AppSettings
+from crow.settings_env import EnvironmentSettingError
 
 
 def test_args_fill_settings_and_derive_paths():
@@ -14,14 +15,21 @@ def test_args_fill_settings_and_derive_paths():
     assert s.index_dir == Path("/srv/crow/indexes")
 
 
-def test_environment_overrides_args(monkeypatch):
+def test_environment_overrides_paths_and_addresses_only(monkeypatch):
+    """Paths and the endpoint's address may come from the environment; anything else a
+    CROW_* variable would set fails loudly instead of switching the app silently
+    (more in tests/test_config_env.py)."""
     monkeypatch.setenv("CROW_VAR_DIR", "/from/env")
-    monkeypatch.setenv("CROW_LIMITS__MAX_MESSAGE_CHARS", "123")
-    monkeypatch.setenv("CROW_LLM__BACKEND", "openai")
-    s = AppSettings.from_args({"var_dir": "/from/args", "limits": {"max_message_chars": 5}})
+    monkeypatch.setenv("CROW_LLM__BASE_URL", "http://llm.internal:8000/v1")
+    s = AppSettings.from_args(
+        {"var_dir": "/from/args", "limits": {"max_message_chars": 5}, "llm": {"backend": "openai"}}
+    )
     assert s.var_dir == Path("/from/env")
-    assert s.limits.max_message_chars == 123
-    assert s.llm.backend == "openai"
+    assert s.llm.base_url == "http://llm.internal:8000/v1" and s.llm.backend == "openai"
+    assert s.limits.max_message_chars == 5
+    monkeypatch.setenv("CROW_LLM__BACKEND", "openai")
+    with pytest.raises(EnvironmentSettingError, match=r"CROW_LLM__BACKEND.*Set llm\.backend in"):
+        AppSettings.from_args({})
 
 
 @pytest.mark.parametrize(
