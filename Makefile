@@ -56,7 +56,7 @@ EVAL_FILES ?= ../shared/evals/queries.jsonl benchmarks/truth_questions.jsonl ben
 EVAL_ARGS ?= --peer --baseline
 eval: data
 	@for f in $(EVAL_FILES); do \
-	  $(PY) -m jobs.eval --eval-file $$f --out var/eval/$$(basename $$f .jsonl).json $(EVAL_ARGS) || exit 1; \
+	  $(PY) -m benchmarks.agent_compare --eval-file $$f --out var/eval/$$(basename $$f .jsonl).json $(EVAL_ARGS) || exit 1; \
 	done
 
 # Every benchmark of benchmarks/ (~30 min on 2 cores): var/bench/results.json, REPORT.md and

@@ -1,5 +1,11 @@
 """Ask CROW's loop and a pydantic-ai peer, side by side on the same questions, in one run.
 
+    python -m benchmarks.agent_compare [jobs.eval's options: --eval-file, --org, --out, ...]
+                                       [--peer [--baseline]]
+
+``make eval`` runs this CLI on each evaluation file. Without ``--peer`` it evaluates Ask CROW
+alone, as ``python -m jobs.eval`` does (the same result file and table).
+
 Each question goes to Ask CROW's loop and then to the peer (benchmarks/peer.py) before the
 next one, so both see the same machine load and the same model instance; both are graded by
 jobs.eval's code. With ``baseline=True`` a third agent joins: Ask CROW's loop with the
@@ -14,6 +20,9 @@ answer-quality work, measured in the same run. ``compare`` returns::
 
 from __future__ import annotations
 
+import argparse
+import asyncio
+import sys
 from dataclasses import asdict
 from typing import Any
 
@@ -26,12 +35,17 @@ from jobs.eval import (
     ANSWER_TIMEOUT_S,
     COLUMNS,
     aligned,
+    configured,
     crow_agent,
+    evaluate_ask_crow,
     evaluate_question,
     prepare_all,
     progress_line,
+    real_models,
     summarize,
+    write_results,
 )
+from jobs.eval import build_parser as eval_parser
 from models.chat import ChatModel
 from models.messages import Message
 
@@ -127,3 +141,35 @@ def markdown_table(result: dict[str, Any]) -> str:
         "| " + " | ".join(_cells(result, kind)) + " |" for kind in result["askcrow"]["summary"]
     ]
     return "\n".join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """jobs.eval's options, and the agents to compare Ask CROW with."""
+    parser = eval_parser()
+    parser.description = f"{__doc__}\n{parser.description}"
+    parser.add_argument("--peer", action="store_true",
+                        help="compare with a pydantic-ai agent on the same questions, model and tools "
+                             "(benchmarks/peer.py; needs the dev extra)")  # fmt: skip
+    parser.add_argument("--baseline", action="store_true",
+                        help="with --peer: also Ask CROW with its hints off (agent.guidance: none), "
+                             "the 'before' of the answer-quality work")  # fmt: skip
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    settings, questions = configured(args, parser)
+    model, embedder = real_models(settings)
+    if not args.peer:
+        write_results(args.out, *evaluate_ask_crow(args, settings, questions, model, embedder))
+        return 0
+    result = asyncio.run(compare(model, questions, settings, args.org, embedder=embedder,
+                                 eval_file=str(args.eval_file), baseline=args.baseline,
+                                 answer_timeout_s=args.answer_timeout))  # fmt: skip
+    write_results(args.out, result, text_table(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,6 +1,6 @@
 """The whole Serve graph with a scripted model: per-request overhead, and throughput under load.
 
-One start of serve_config.yaml (``deployments.local_app.serve_config_app``: HTTP proxy,
+One start of serve_config.yaml (``testing.local_app.serve_config_app``: HTTP proxy,
 Ingress, Orchestrator, LLM, ChatStore, Embedder, Retriever, Analytics, as `serve run` deploys
 them) with ``benchmarks.scripted_model`` as the LLM, over the demo org's data and indexes;
 the LLM deployment's response cache is off so every request reaches the model.
@@ -47,7 +47,7 @@ def bench_graph(
     model_latency_ms: float = 200.0, progress: bool = True,
 ) -> dict[str, Any]:  # fmt: skip
     """``direct``: the in-process path (its settings name the data and indexes both use)."""
-    from deployments.local_app import serve_config_app
+    from testing.local_app import serve_config_app
 
     var = work / "graph-var"
     shutil.rmtree(var, ignore_errors=True)  # the app's chat DB of a last run

@@ -1,6 +1,7 @@
 """A peer for Ask CROW's loop: pydantic-ai's Agent with the same prompt, tools and model.
 
-    python -m benchmarks.peer [jobs.eval's options: --eval-file, --org, --limit, --baseline, --out]
+    python -m benchmarks.peer [benchmarks.agent_compare's options: --eval-file, --org, --limit,
+                               --baseline, --out]
 
 The peer is given what Ask CROW's loop is given: the system prompt, the five tools with the
 same names, descriptions and JSON schemas, each calling the same ``Tool.invoke``, and the
@@ -185,10 +186,10 @@ def framework_version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``jobs.eval --peer``, writing to var/bench/peer.json unless told otherwise."""
-    from jobs.eval import main as eval_main
+    """``benchmarks.agent_compare --peer``, writing to var/bench/peer.json unless told otherwise."""
+    from benchmarks.agent_compare import main as compare_main
 
-    return eval_main(
+    return compare_main(
         ["--peer", "--out", "var/bench/peer.json", *(sys.argv[1:] if argv is None else argv)]
     )
 

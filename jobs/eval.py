@@ -2,7 +2,7 @@
 fallbacks, latency.
 
     python -m jobs.eval [--eval-file ../shared/evals/queries.jsonl] [--org acme-outdoor]
-                        [--out var/eval/results.json] [--limit N] [--peer [--baseline]]
+                        [--out var/eval/results.json] [--limit N]
 
 Each line: {"id", "query", "kind", "expect_tools": [...]} and optionally "org" (else
 ``--org``), "history" (earlier questions of the same chat, asked first; their answers stay
@@ -12,9 +12,10 @@ jobs/truth.py). Tool selection: the set of tools the agent called equals ``expec
 truth. Grounding: an answer that should state a count (its expected tools include the
 summary) states a figure the summary tool returns, and every footnote points to a source a
 tool returned. The files only measure: nothing here
-feeds questions or answers back into prompts. ``--peer`` asks a pydantic-ai agent each
-question too, with the same model and tools, interleaved (``--baseline``: and Ask CROW with
-its hints off).
+feeds questions or answers back into prompts. This CLI evaluates Ask CROW alone; ``make eval``
+runs ``python -m benchmarks.agent_compare`` (these options, plus ``--peer [--baseline]``), which
+asks a pydantic-ai agent each question too, with the same model and tools, interleaved
+(``--baseline``: and Ask CROW with its hints off), grading every agent with this module.
 """
 
 from __future__ import annotations
@@ -341,18 +342,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--llm-url", default=None,
                         help="evaluate the model an app serves: its OpenAI-compatible base URL "
                              "(e.g. http://HOST:8000/v1); the model name comes from --config")  # fmt: skip
-    parser.add_argument("--peer", action="store_true",
-                        help="compare with a pydantic-ai agent on the same questions, model and tools "
-                             "(benchmarks/agent_compare.py; needs the dev extra)")  # fmt: skip
-    parser.add_argument("--baseline", action="store_true",
-                        help="with --peer: also Ask CROW with its hints off (agent.guidance: none), "
-                             "the 'before' of the answer-quality work")  # fmt: skip
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+def configured(
+    args: argparse.Namespace, parser: argparse.ArgumentParser
+) -> tuple[AppSettings, list[dict[str, Any]]]:
+    """The settings (--config, with --llm-url's model) and the questions (--eval-file, --limit)
+    of a run; a configuration that does not load ends the CLI with its error."""
     try:
         settings = settings_from_config_arg(args.config)
     except ConfigError as exc:
@@ -360,23 +357,32 @@ def main(argv: list[str] | None = None) -> int:
     if args.llm_url:
         llm = settings.llm.model_copy(update={"backend": "openai", "base_url": args.llm_url})
         settings = settings.model_copy(update={"llm": llm})
-    questions = load_questions(args.eval_file)[: args.limit]
-    model, embedder = real_models(settings)
-    if args.peer:
-        from benchmarks.agent_compare import compare, text_table
+    return settings, load_questions(args.eval_file)[: args.limit]
 
-        result = asyncio.run(compare(model, questions, settings, args.org, embedder=embedder,
-                                     eval_file=str(args.eval_file), baseline=args.baseline,
-                                     answer_timeout_s=args.answer_timeout))  # fmt: skip
-        table = text_table(result)
-    else:
-        result = asyncio.run(evaluate(model, questions, settings, args.org, embedder=embedder,
-                                      answer_timeout_s=args.answer_timeout))  # fmt: skip
-        result["eval_file"] = str(args.eval_file)
-        table = summary_table(result["summary"])
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2))
-    print(f"\n{table}\n\nresults: {args.out}")
+
+def evaluate_ask_crow(
+    args: argparse.Namespace, settings: AppSettings, questions: list[dict[str, Any]],
+    model: ChatModel, embedder: Any,
+) -> tuple[dict[str, Any], str]:  # fmt: skip
+    """Ask CROW alone on the questions: the result (naming its eval file) and its table."""
+    result = asyncio.run(evaluate(model, questions, settings, args.org, embedder=embedder,
+                                  answer_timeout_s=args.answer_timeout))  # fmt: skip
+    result["eval_file"] = str(args.eval_file)
+    return result, summary_table(result["summary"])
+
+
+def write_results(out: Path, result: dict[str, Any], table: str) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2))
+    print(f"\n{table}\n\nresults: {out}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    settings, questions = configured(args, parser)
+    model, embedder = real_models(settings)
+    write_results(args.out, *evaluate_ask_crow(args, settings, questions, model, embedder))
     return 0
 
 

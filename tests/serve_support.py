@@ -1,5 +1,5 @@
 """Model factories for Serve tests (`llm: {backend: custom, factory: ...}`); the helper that
-runs serve_config.yaml on a private local Ray instance lives in deployments.local_app."""
+runs serve_config.yaml on a private local Ray instance lives in testing.local_app."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 from crow.settings import AppSettings
 from crow.store.chat_store import ChatStore
-from deployments.local_app import APP_NAME, ROOT, free_port, serve_config_app, wait_until
 from models.messages import AssistantTurn, Message, ModelParams, ToolCall, ToolSpec
 from models.testing import ScriptedChatModel
+from testing.local_app import APP_NAME, ROOT, free_port, serve_config_app, wait_until
 
 __all__ = ["APP_NAME", "ROOT", "api_keys", "free_port", "rule_model", "rule_model_slow", "serve_config_app",
            "wait_until"]  # fmt: skip

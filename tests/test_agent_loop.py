@@ -9,7 +9,6 @@ import time
 
 import pytest
 
-from crow.agent.context import ToolContext
 from crow.agent.loop import Agent, AgentConfig
 from crow.chat import ChatService, ChatServices, SessionNotFound
 from crow.services import ThreadProxy
@@ -17,29 +16,13 @@ from crow.store.chat_store import ChatStore
 from models.errors import ModelTimeout
 from models.messages import AssistantTurn, InvalidToolCall, Message, ToolCall
 from models.testing import ScriptedChatModel
+from tests.agent_support import ORG, call, ctx_for, run
 from tests.demo_env import build_demo_env
-
-ORG = "acme-outdoor"
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     return build_demo_env(tmp_path_factory.mktemp("var"))
-
-
-def call(name: str, cid: str = "c1", **arguments) -> AssistantTurn:
-    return AssistantTurn(
-        tool_calls=(ToolCall(id=cid, name=name, arguments=arguments),), finish_reason="tool_calls"
-    )
-
-
-def ctx_for(demo, **overrides) -> ToolContext:
-    p = {**demo.proxies(), **overrides}
-    return ToolContext(ORG, p["embedder"], p["retriever"], p["analytics"])
-
-
-def run(agent: Agent, ctx: ToolContext, question: str = "q"):
-    return asyncio.run(agent.run([Message.system("s"), Message.user(question)], ctx))
 
 
 def test_count_question_uses_the_summary_and_gets_no_footnotes(demo):

@@ -16,7 +16,6 @@ import json
 import re
 import threading
 from collections.abc import Sequence
-from pathlib import Path
 from typing import NamedTuple
 
 import httpx
@@ -29,15 +28,11 @@ from models.chat import stream_turn
 from models.errors import ModelUnavailable
 from models.messages import AssistantTurn, Message, ModelParams, ToolCall, ToolSpec
 from models.testing import serve_in_thread, stream_turn_slowly
+from tests.browser_support import CHROMIUM, CHROMIUM_ARGS, shot
 from tests.demo_env import build_demo_env
 
 expect = sync_api.expect
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--disable-quic",
-                 "--no-first-run"]  # fmt: skip
-SCREENSHOTS = Path(__file__).resolve().parents[1] / "var" / "screenshots"
 A, B = "acme-outdoor", "fresh-mart"
 XSS_TITLE = "Quarantine notice <img src=x onerror=window.__xss=1>"
 XSS_BODY = (
@@ -188,11 +183,6 @@ def page(site, browser):
     model.gate.set()
     model.delta_delay_s = 0.0
     assert not errors, f"script errors on the page: {errors}"
-
-
-def shot(target, name: str) -> None:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    target.screenshot(path=str(SCREENSHOTS / name))
 
 
 def open_home(page, site: Site, path: str = "/", org: str = A) -> None:

@@ -15,8 +15,8 @@ from crow.agent.loop import Agent, AgentConfig
 from crow.services import ThreadProxy
 from models.messages import AssistantTurn
 from models.testing import ScriptedChatModel
+from tests.agent_support import call, ctx_for, run
 from tests.demo_env import build_demo_env
-from tests.test_agent_loop import call, ctx_for, run
 
 REGRESSION = Path(__file__).resolve().parents[1] / "benchmarks" / "regression_questions.jsonl"
 

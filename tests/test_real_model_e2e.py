@@ -110,7 +110,7 @@ def test_follow_ups_resolve_against_the_earlier_turns(app):
 def test_dashboard_answers_a_suggested_prompt_with_the_real_model(app):
     from playwright.sync_api import expect, sync_playwright
 
-    from tests.test_dashboard_e2e import CHROMIUM, CHROMIUM_ARGS, shot
+    from tests.browser_support import CHROMIUM, CHROMIUM_ARGS, shot
 
     with sync_playwright() as p:
         browser = p.chromium.launch(

@@ -2,7 +2,8 @@
 
 For the Serve tests and the benchmarks: the real application graph (deployment options
 included) with its args pointed at a scratch var dir and, optionally, a scripted model
-factory; Serve and Ray are shut down on exit, even on failure.
+factory; Serve and Ray are shut down on exit, even on failure. It deploys through Ray
+Serve's private API (``ray.serve._private``), which production code never uses.
 """
 
 from __future__ import annotations
