@@ -27,6 +27,7 @@ run: data
 
 test: setup browser
 	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
 	$(PY) -m pytest
 
 setup: $(STAMP)

@@ -54,12 +54,20 @@ AIDS_OFF = {"guidance": "none"}
 
 
 async def compare(
-    model: ChatModel, questions: list[dict[str, Any]], settings: AppSettings, org_id: str,
-    *, embedder: Any, progress: bool = True, eval_file: str | None = None, baseline: bool = False,
+    model: ChatModel,
+    questions: list[dict[str, Any]],
+    settings: AppSettings,
+    org_id: str,
+    *,
+    embedder: Any,
+    progress: bool = True,
+    eval_file: str | None = None,
+    baseline: bool = False,
     answer_timeout_s: float = ANSWER_TIMEOUT_S,
-) -> dict[str, Any]:  # fmt: skip
-    envs = prepare_all(settings, questions, org_id, embedder=embedder,
-                       answer_timeout_s=answer_timeout_s)  # fmt: skip
+) -> dict[str, Any]:
+    envs = prepare_all(
+        settings, questions, org_id, embedder=embedder, answer_timeout_s=answer_timeout_s
+    )
     crow = crow_agent(model, settings)
     agents = (*AGENTS, "baseline") if baseline else AGENTS
     runners = {"askcrow": crow.run}
@@ -77,8 +85,9 @@ async def compare(
             return answers[-1]
 
         runners["peer"] = ask_peer
-        with tqdm(total=len(questions) * len(agents), desc="compare", unit="answer",
-                  disable=not progress) as bar:  # fmt: skip
+        with tqdm(
+            total=len(questions) * len(agents), desc="compare", unit="answer", disable=not progress
+        ) as bar:
             for n, question in enumerate(questions, start=1):
                 for name in agents:
                     answers.clear()
@@ -93,9 +102,12 @@ async def compare(
     return {
         "agents": list(agents),
         **{name: {"rows": rows[name], "summary": summarize(rows[name])} for name in agents},
-        "model": settings.llm.model, "peer_framework": framework_version(),
-        "peer_config": asdict(config), "org": org_id, "eval_file": eval_file,
-    }  # fmt: skip
+        "model": settings.llm.model,
+        "peer_framework": framework_version(),
+        "peer_config": asdict(config),
+        "org": org_id,
+        "eval_file": eval_file,
+    }
 
 
 def _agents(result: dict[str, Any]) -> list[str]:
@@ -112,8 +124,11 @@ def _cells(result: dict[str, Any], kind: str) -> list[str]:
 
 
 def _legend(result: dict[str, Any]) -> str:
-    names = {"askcrow": "Ask CROW", "peer": f"{result['peer_framework']} peer",
-             "baseline": "Ask CROW, hints off"}  # fmt: skip
+    names = {
+        "askcrow": "Ask CROW",
+        "peer": f"{result['peer_framework']} peer",
+        "baseline": "Ask CROW, hints off",
+    }
     return " / ".join(names[a] for a in _agents(result))
 
 
@@ -147,12 +162,18 @@ def build_parser() -> argparse.ArgumentParser:
     """jobs.eval's options, and the agents to compare Ask CROW with."""
     parser = eval_parser()
     parser.description = f"{__doc__}\n{parser.description}"
-    parser.add_argument("--peer", action="store_true",
-                        help="compare with a pydantic-ai agent on the same questions, model and tools "
-                             "(benchmarks/peer.py; needs the dev extra)")  # fmt: skip
-    parser.add_argument("--baseline", action="store_true",
-                        help="with --peer: also Ask CROW with its hints off (agent.guidance: none), "
-                             "the 'before' of the answer-quality work")  # fmt: skip
+    parser.add_argument(
+        "--peer",
+        action="store_true",
+        help="compare with a pydantic-ai agent on the same questions, model and tools "
+        "(benchmarks/peer.py; needs the dev extra)",
+    )
+    parser.add_argument(
+        "--baseline",
+        action="store_true",
+        help="with --peer: also Ask CROW with its hints off (agent.guidance: none), "
+        "the 'before' of the answer-quality work",
+    )
     return parser
 
 
@@ -164,9 +185,18 @@ def main(argv: list[str] | None = None) -> int:
     if not args.peer:
         write_results(args.out, *evaluate_ask_crow(args, settings, questions, model, embedder))
         return 0
-    result = asyncio.run(compare(model, questions, settings, args.org, embedder=embedder,
-                                 eval_file=str(args.eval_file), baseline=args.baseline,
-                                 answer_timeout_s=args.answer_timeout))  # fmt: skip
+    result = asyncio.run(
+        compare(
+            model,
+            questions,
+            settings,
+            args.org,
+            embedder=embedder,
+            eval_file=str(args.eval_file),
+            baseline=args.baseline,
+            answer_timeout_s=args.answer_timeout,
+        )
+    )
     write_results(args.out, result, text_table(result))
     return 0
 

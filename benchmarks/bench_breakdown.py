@@ -22,9 +22,15 @@ from crow.agent.tools import TOOLS
 
 
 def bench_breakdown(
-    app: InProcessApp, model: Any, org_id: str, *, reps: int = 1, per_type: int | None = None,
-    label: str | None = None, progress: bool = True,
-) -> dict[str, Any]:  # fmt: skip
+    app: InProcessApp,
+    model: Any,
+    org_id: str,
+    *,
+    reps: int = 1,
+    per_type: int | None = None,
+    label: str | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
     """``reps`` rounds over the first ``per_type`` questions (None: all) of every type;
     ``label`` names the model in the results."""
     from tqdm import tqdm
@@ -36,8 +42,12 @@ def bench_breakdown(
         tools=timed_tools(TOOLS, timeline),
     )
     app.preload(org_id)
-    plan = [(kind, q) for _ in range(reps) for kind in QUESTION_TYPES
-            for q in QUESTIONS[kind][:per_type]]  # fmt: skip
+    plan = [
+        (kind, q)
+        for _ in range(reps)
+        for kind in QUESTION_TYPES
+        for q in QUESTIONS[kind][:per_type]
+    ]
 
     async def answer(question: str) -> dict[str, Any]:
         session = await asyncio.to_thread(app.store.create_session, org_id)
@@ -57,8 +67,9 @@ def bench_breakdown(
         }
 
     async def run() -> list[dict[str, Any]]:
-        with tqdm(total=2 + len(plan), desc="breakdown (real model)", unit="answer",
-                  disable=not progress) as bar:  # fmt: skip
+        with tqdm(
+            total=2 + len(plan), desc="breakdown (real model)", unit="answer", disable=not progress
+        ) as bar:
             for warm in (QUESTIONS["greeting"][0], QUESTIONS["single_tool"][0]):
                 await answer(warm)
                 bar.update()

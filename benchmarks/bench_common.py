@@ -40,10 +40,23 @@ def seed(data_root: Path, rows: int) -> float:
         return 0.0
     started = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-m", "jobs.seed_demo", "--data-root", str(data_root), "--org", ORG,
-         "--interactions", str(rows), "--end", SEED_END],
-        check=True, cwd=ROOT, stdout=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "jobs.seed_demo",
+            "--data-root",
+            str(data_root),
+            "--org",
+            ORG,
+            "--interactions",
+            str(rows),
+            "--end",
+            SEED_END,
+        ],
+        check=True,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+    )
     marker.touch()
     return time.perf_counter() - started
 

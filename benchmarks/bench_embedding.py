@@ -59,9 +59,12 @@ def bench_embedding(args, texts: list[str], settings_dict: dict, embedder) -> di
     max_diff = float(np.abs(serve_vecs - embedder.embed(texts[:200])).max())
 
     modes: dict[str, list[float]] = {
-        "plain_encode": [], "plain_encode_1_thread": [], "serve_concurrent_singles": [],
-        "serve_bulk": [], "ray_actor_plain_encode": [],
-    }  # fmt: skip
+        "plain_encode": [],
+        "plain_encode_1_thread": [],
+        "serve_concurrent_singles": [],
+        "serve_bulk": [],
+        "ray_actor_plain_encode": [],
+    }
     single_lat: list[float] = []
     n = len(texts)
     for r in range(args.rounds):
@@ -82,8 +85,10 @@ def bench_embedding(args, texts: list[str], settings_dict: dict, embedder) -> di
         modes["serve_bulk"].append(n / (time.perf_counter() - started))
         assert out.shape == (n, embedder.dim)
         modes["ray_actor_plain_encode"].append(n / ray.get(actor.embed.remote(texts)))
-        log(f"embedding round {r + 1}/{args.rounds} (load {load()}): "
-            + ", ".join(f"{k} {v[-1]:.0f}/s" for k, v in modes.items()))  # fmt: skip
+        log(
+            f"embedding round {r + 1}/{args.rounds} (load {load()}): "
+            + ", ".join(f"{k} {v[-1]:.0f}/s" for k, v in modes.items())
+        )
     actor_threads = ray.get(actor.threads.remote())
     ray.kill(actor)
     serve.shutdown()

@@ -37,15 +37,25 @@ from benchmarks.scripted_model import LATENCY_FILE_ENV, bench_model, set_latency
 FACTORY = "benchmarks.scripted_model:bench_model"
 MESSAGES = "/api/v1/chat/sessions"
 # Per-key rate limits (settings.quotas) far above what the load sends: throughput, not 429s.
-QUOTAS = {"chat_per_minute": 1e6, "chat_burst": 100_000, "search_per_minute": 1e6,
-          "search_burst": 100_000}  # fmt: skip
+QUOTAS = {
+    "chat_per_minute": 1e6,
+    "chat_burst": 100_000,
+    "search_per_minute": 1e6,
+    "search_burst": 100_000,
+}
 
 
 def bench_graph(
-    direct: InProcessApp, work: Path, org_id: str, *, rounds: int = 10,
-    levels: tuple[int, ...] = (1, 8, 32, 64), duration_s: float = 12.0,
-    model_latency_ms: float = 200.0, progress: bool = True,
-) -> dict[str, Any]:  # fmt: skip
+    direct: InProcessApp,
+    work: Path,
+    org_id: str,
+    *,
+    rounds: int = 10,
+    levels: tuple[int, ...] = (1, 8, 32, 64),
+    duration_s: float = 12.0,
+    model_latency_ms: float = 200.0,
+    progress: bool = True,
+) -> dict[str, Any]:
     """``direct``: the in-process path (its settings name the data and indexes both use)."""
     from testing.local_app import serve_config_app
 
@@ -55,25 +65,36 @@ def bench_graph(
     set_latency_ms(latency_file, 0)
     s = direct.settings
     llm = {"backend": "custom", "factory": FACTORY, "cache_entries": 0}
-    out: dict[str, Any] = {"model": f"{FACTORY} (scripted; response cache off)",
-                           "rate_limits": QUOTAS}  # fmt: skip
+    out: dict[str, Any] = {
+        "model": f"{FACTORY} (scripted; response cache off)",
+        "rate_limits": QUOTAS,
+    }
     headers = api_key_headers(var, org_id)  # before the app starts: one writer once it runs
     with _env(LATENCY_FILE_ENV, str(latency_file)):
         direct.preload(org_id)
         chat = direct.chat(bench_model())
         started = time.perf_counter()
-        with serve_config_app(var, None, llm=llm, quotas=QUOTAS, data_root=str(s.data_dir.resolve()),
-                              index_root=str(s.index_dir.resolve())) as url:  # fmt: skip
+        with serve_config_app(
+            var,
+            None,
+            llm=llm,
+            quotas=QUOTAS,
+            data_root=str(s.data_dir.resolve()),
+            index_root=str(s.index_dir.resolve()),
+        ) as url:
             out["app_start_s"] = round(time.perf_counter() - started, 1)
             out["overhead"] = asyncio.run(
                 _overhead(chat, direct, url, headers, org_id, rounds, progress)
             )
             set_latency_ms(latency_file, model_latency_ms)
             out["load"] = {
-                "model_latency_ms": model_latency_ms, "duration_s": duration_s,
+                "model_latency_ms": model_latency_ms,
+                "duration_s": duration_s,
                 "questions": "greeting, single-tool and multi-tool questions in turn",
-                "levels": [asyncio.run(_level(url, headers, c, duration_s, progress)) for c in levels],
-            }  # fmt: skip
+                "levels": [
+                    asyncio.run(_level(url, headers, c, duration_s, progress)) for c in levels
+                ],
+            }
     return out
 
 
@@ -108,10 +129,11 @@ def _client(url: str, headers: dict[str, str], connections: int):
     import httpx
 
     return httpx.AsyncClient(
-        base_url=url, headers=headers,
+        base_url=url,
+        headers=headers,
         limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
         timeout=httpx.Timeout(120.0, connect=10.0),
-    )  # fmt: skip
+    )
 
 
 async def _ask(http, session_id: str, question: str) -> None:
@@ -122,9 +144,14 @@ async def _ask(http, session_id: str, question: str) -> None:
 
 # -- (a) overhead ---------------------------------------------------------------------------
 async def _overhead(
-    chat, direct: InProcessApp, url: str, headers: dict[str, str], org_id: str, rounds: int,
+    chat,
+    direct: InProcessApp,
+    url: str,
+    headers: dict[str, str],
+    org_id: str,
+    rounds: int,
     progress: bool,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     from tqdm import tqdm
 
     plan = all_questions()
@@ -146,8 +173,12 @@ async def _overhead(
         for kind, question in plan:  # warm-up: first calls, index loads, connections
             await one("direct", kind, question)
             await one("graph", kind, question)
-        with tqdm(total=rounds * len(plan) * 2, desc="graph overhead (scripted model, 0 ms)",
-                  unit="req", disable=not progress) as bar:  # fmt: skip
+        with tqdm(
+            total=rounds * len(plan) * 2,
+            desc="graph overhead (scripted model, 0 ms)",
+            unit="req",
+            disable=not progress,
+        ) as bar:
             for r in range(rounds):
                 for kind, question in plan:
                     for path in ("direct", "graph") if r % 2 == 0 else ("graph", "direct"):
@@ -162,8 +193,10 @@ async def _overhead(
         "order": "direct and graph alternate request by request (which goes first alternates)",
         "by_type": by_type,
         "all": _compare(every["direct"], every["graph"]),
-        "samples_ms": {p: {k: [round(x, 3) for x in v] for k, v in d.items()} for p, d in times.items()},
-    }  # fmt: skip
+        "samples_ms": {
+            p: {k: [round(x, 3) for x in v] for k, v in d.items()} for p, d in times.items()
+        },
+    }
 
 
 def _compare(direct: list[float], graph: list[float]) -> dict[str, Any]:
@@ -211,8 +244,12 @@ async def _level(
                     errors.append(f"{type(exc).__name__}: {exc}"[:200])
                 n += 1
 
-        with tqdm(total=round(duration_s), desc=f"graph load c={concurrency}", unit="s",
-                  disable=not progress) as bar:  # fmt: skip
+        with tqdm(
+            total=round(duration_s),
+            desc=f"graph load c={concurrency}",
+            unit="s",
+            disable=not progress,
+        ) as bar:
 
             async def tick() -> None:
                 while bar.n < bar.total:

@@ -60,9 +60,13 @@ def ray_path(
     seed_s = seed(data_root, rows)
     log(f"reindex: data root {data_root} ready ({rows:,} interactions, seeded in {seed_s:.1f}s)")
     settings = AppSettings.from_args(
-        {**settings_args, "var_dir": str(work / "var-ray"), "data_root": str(data_root),
-         "index_root": str(work / "indexes-ray")}
-    )  # fmt: skip
+        {
+            **settings_args,
+            "var_dir": str(work / "var-ray"),
+            "data_root": str(data_root),
+            "index_root": str(work / "indexes-ray"),
+        }
+    )
     rec = NoopRecorder("ray", progress=progress)
     load_before = load()
     started = time.perf_counter()
@@ -105,9 +109,14 @@ def single_path(work: Path, rows: int, model: str, *, progress: bool = True) -> 
         embedder = SentenceTransformerEmbedder(model)
         model_load = time.perf_counter() - started
         meta = build_index(
-            DataLake(data_root), IndexStore(work / "indexes-single"), embedder.embed, ORG,
-            "interactions", model=model, on_progress=lambda done, total: rec.update(rows_done=done),
-        )  # fmt: skip
+            DataLake(data_root),
+            IndexStore(work / "indexes-single"),
+            embedder.embed,
+            ORG,
+            "interactions",
+            model=model,
+            on_progress=lambda done, total: rec.update(rows_done=done),
+        )
     finally:
         rec.close()
     wall = time.perf_counter() - started

@@ -51,16 +51,20 @@ def bench_search(args, embedder) -> dict[str, Any]:
         approx = VectorIndex.build(ids, data)
         approx_build = time.perf_counter() - started
         del data
-        log(f"search: {rows:,}: built exact in {exact_build:.1f}s, {approx.kind} "
-            f"(nlist {getattr(approx.faiss_index, 'nlist', '-')}) in {approx_build:.1f}s")  # fmt: skip
+        log(
+            f"search: {rows:,}: built exact in {exact_build:.1f}s, {approx.kind} "
+            f"(nlist {getattr(approx.faiss_index, 'nlist', '-')}) in {approx_build:.1f}s"
+        )
         allowed = np.sort(np.random.default_rng(4).choice(rows, rows // 10, replace=False))
         truth, truth_f = exact.search(queries, 10), exact.search(queries, 10, allowed=allowed)
         rec = recall(approx.search(queries, 10), truth)
         rec_f = recall(approx.search(queries, 10, allowed=allowed), truth_f)
         variants = {
-            "exact": (exact, None), "approx": (approx, None),
-            "exact_filtered": (exact, allowed), "approx_filtered": (approx, allowed),
-        }  # fmt: skip
+            "exact": (exact, None),
+            "approx": (approx, None),
+            "exact_filtered": (exact, allowed),
+            "approx_filtered": (approx, allowed),
+        }
         times: dict[str, list[float]] = {k: [] for k in variants}
         for q in queries[:5]:  # warm-up
             for index, flt in variants.values():

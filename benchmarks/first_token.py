@@ -46,12 +46,17 @@ def api_key(org: str, given: str | None, demo_keys: Path = DEMO_KEYS) -> str:
     if key := given or os.environ.get(KEY_ENV):
         return key
     if demo_keys.is_file():
-        keys = [fields[1] for line in demo_keys.read_text().splitlines()
-                if len(fields := line.split()) >= 2 and fields[0] == org]  # fmt: skip
+        keys = [
+            fields[1]
+            for line in demo_keys.read_text().splitlines()
+            if len(fields := line.split()) >= 2 and fields[0] == org
+        ]
         if keys:
             return keys[-1]
-    raise SystemExit(f"no API key for {org}: pass --key, set {KEY_ENV}, or run `make run` "
-                     f"(it writes {demo_keys})")  # fmt: skip
+    raise SystemExit(
+        f"no API key for {org}: pass --key, set {KEY_ENV}, or run `make run` "
+        f"(it writes {demo_keys})"
+    )
 
 
 def ask(client: httpx.Client, org: str, question: str) -> dict[str, Any]:
@@ -76,16 +81,23 @@ def ask(client: httpx.Client, org: str, question: str) -> dict[str, Any]:
             elif line.startswith("data: ") and event == "error":
                 error = json.loads(line[6:])
     total = time.perf_counter() - started
-    return {"question": question, "first_token_s": None if first is None else round(first, 2),
-            "done_s": round(total, 2), "text_deltas": deltas, "error": error}  # fmt: skip
+    return {
+        "question": question,
+        "first_token_s": None if first is None else round(first, 2),
+        "done_s": round(total, 2),
+        "text_deltas": deltas,
+        "error": error,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", default="http://127.0.0.1:8000")
     parser.add_argument("--org", default="acme-outdoor")
-    parser.add_argument("--key", help=f"an API key of the org (default: ${KEY_ENV}, or "
-                        f"the org's key in {DEMO_KEYS})")  # fmt: skip
+    parser.add_argument(
+        "--key",
+        help=f"an API key of the org (default: ${KEY_ENV}, or the org's key in {DEMO_KEYS})",
+    )
     parser.add_argument("--label", default="", help="what is being measured (e.g. a commit)")
     parser.add_argument("--out", type=Path, default=Path("var/bench/first_token.json"))
     args = parser.parse_args(argv)
@@ -97,16 +109,21 @@ def main(argv: list[str] | None = None) -> int:
             print(rows[-1], flush=True)
     warm = [r["first_token_s"] for r in rows[1:] if r["first_token_s"] is not None]
     result = {
-        "created_at": datetime.now(UTC).isoformat(timespec="seconds"), "label": args.label,
-        "url": args.url, "org": args.org, "rows": rows,
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "label": args.label,
+        "url": args.url,
+        "org": args.org,
+        "rows": rows,
         "first_question_first_token_s": rows[0]["first_token_s"],
         "p50_first_token_s": round(statistics.median(warm), 2) if warm else None,
         "p50_done_s": round(statistics.median(r["done_s"] for r in rows[1:]), 2),
-    }  # fmt: skip
+    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))
-    print(f"p50 first token {result['p50_first_token_s']} s, p50 done {result['p50_done_s']} s "
-          f"(first question: {result['first_question_first_token_s']} s) -> {args.out}")  # fmt: skip
+    print(
+        f"p50 first token {result['p50_first_token_s']} s, p50 done {result['p50_done_s']} s "
+        f"(first question: {result['first_question_first_token_s']} s) -> {args.out}"
+    )
     return 0
 
 

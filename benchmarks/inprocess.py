@@ -56,8 +56,15 @@ def ensure_indexes(
                 bar.total = total
                 bar.update(done - bar.n)
 
-            build_index(lake, store, embedder.embed, org_id, collection,
-                        model=settings.embedder.model, on_progress=step)  # fmt: skip
+            build_index(
+                lake,
+                store,
+                embedder.embed,
+                org_id,
+                collection,
+                model=settings.embedder.model,
+                on_progress=step,
+            )
         built.append(collection)
     return built
 
@@ -80,8 +87,9 @@ class InProcessApp:
                 Path(f"{settings.chat_db_path}{suffix}").unlink(missing_ok=True)
         lake = DataLake(settings.data_dir)
         search = SearchService(lake, IndexStore(settings.index_dir))
-        return cls(settings, lake, ChatStore(settings.chat_db_path), embedder, search,
-                   Analytics(lake))  # fmt: skip
+        return cls(
+            settings, lake, ChatStore(settings.chat_db_path), embedder, search, Analytics(lake)
+        )
 
     def preload(self, org_id: str) -> None:
         """Load the org's indexes now, as a running app has them loaded."""
@@ -91,9 +99,12 @@ class InProcessApp:
             self.search.index(org_id, collection)
 
     def chat(
-        self, model: Any, *, wrap: Callable[[str, Any], Any] = lambda name, proxy: proxy,
+        self,
+        model: Any,
+        *,
+        wrap: Callable[[str, Any], Any] = lambda name, proxy: proxy,
         tools: Sequence[Tool] = TOOLS,
-    ) -> ChatService:  # fmt: skip
+    ) -> ChatService:
         """A ChatService over these components and ``model``; ``wrap(name, facade)`` may put
         a proxy around each of store, embedder, retriever and analytics."""
         services = ChatServices(
@@ -104,9 +115,10 @@ class InProcessApp:
             org_names={o["id"]: o["name"] for o in self.lake.list_orgs()},
         )
         return ChatService(
-            services, Agent(model, AgentConfig.from_settings(self.settings), tools),
+            services,
+            Agent(model, AgentConfig.from_settings(self.settings), tools),
             history_messages=self.settings.limits.history_messages,
-        )  # fmt: skip
+        )
 
     def close(self) -> None:
         self.store.close()

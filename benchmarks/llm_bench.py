@@ -54,11 +54,17 @@ def messages(question: str) -> list[Message]:
 # -- llama.cpp ---------------------------------------------------------------------------------
 
 
-def llamacpp_row(cache: Path, model: str, threads: int, max_tokens: int, busy: bool) -> dict[str, Any]:  # fmt: skip
+def llamacpp_row(
+    cache: Path, model: str, threads: int, max_tokens: int, busy: bool
+) -> dict[str, Any]:
     config = LocalModelConfig(
-        cache_dir=cache, model=model, threads=threads, batch_threads=threads, slots=1,
+        cache_dir=cache,
+        model=model,
+        threads=threads,
+        batch_threads=threads,
+        slots=1,
         max_tokens=max(max_tokens, 96),
-    )  # fmt: skip
+    )
     local = LocalChatModel(config)
     started = time.perf_counter()
     local.load()
@@ -71,8 +77,9 @@ def llamacpp_row(cache: Path, model: str, threads: int, max_tokens: int, busy: b
         assert stats is not None
         row[f"{label}_first_token_s"] = round(stats.first_token_s or 0.0, 3)
         row[f"{label}_prompt_tokens"], row[f"{label}_cached_tokens"] = (
-            stats.prompt_tokens, stats.cached_tokens,
-        )  # fmt: skip
+            stats.prompt_tokens,
+            stats.cached_tokens,
+        )
     row["decode_tokens_per_s"] = _llamacpp_decode(local, max_tokens)
     if busy:
         with _burner():
@@ -101,8 +108,11 @@ class _burner:
 
 
 def tool_selection(cache: Path, model: str, threads: int, eval_file: Path) -> dict[str, Any]:
-    local = LocalChatModel(LocalModelConfig(cache_dir=cache, model=model, threads=threads,
-                                            batch_threads=threads, slots=1))  # fmt: skip
+    local = LocalChatModel(
+        LocalModelConfig(
+            cache_dir=cache, model=model, threads=threads, batch_threads=threads, slots=1
+        )
+    )
     local.load()
     specs = [t.spec for t in TOOLS]
     params = ModelParams(max_tokens=128, timeout_s=600)
@@ -113,13 +123,20 @@ def tool_selection(cache: Path, model: str, threads: int, eval_file: Path) -> di
         turn = asyncio.run(local.request(messages(item["query"]), specs, params))
         called = [c.name for c in turn.tool_calls]
         expected = item.get("expect_tools") or []
-        rows.append({
-            "id": item["id"], "kind": item.get("kind"), "expected": expected, "called": called,
-            "invalid_calls": len(turn.invalid_tool_calls),
-            "right": sorted(set(called)) == sorted(set(expected)),
-            "first_tool_right": (called[:1] == [] if not expected else bool(called) and called[0] in expected),
-            "s": round(time.perf_counter() - started, 2),
-        })  # fmt: skip
+        rows.append(
+            {
+                "id": item["id"],
+                "kind": item.get("kind"),
+                "expected": expected,
+                "called": called,
+                "invalid_calls": len(turn.invalid_tool_calls),
+                "right": sorted(set(called)) == sorted(set(expected)),
+                "first_tool_right": (
+                    called[:1] == [] if not expected else bool(called) and called[0] in expected
+                ),
+                "s": round(time.perf_counter() - started, 2),
+            }
+        )
     local.close()
     n = len(rows)
     return {
@@ -156,7 +173,9 @@ def transformers_row(cache: Path, threads: int, max_tokens: int) -> dict[str, An
 
     def ids(question: str) -> Any:
         chat = [{"role": m.role, "content": m.content} for m in messages(question)]
-        text = tokenizer.apply_chat_template(chat, tools=tools, add_generation_prompt=True, tokenize=False)  # fmt: skip
+        text = tokenizer.apply_chat_template(
+            chat, tools=tools, add_generation_prompt=True, tokenize=False
+        )
         return tokenizer(text, return_tensors="pt", add_special_tokens=False)["input_ids"]
 
     cold, cached = ids(COLD_QUESTION), ids(CACHED_QUESTION)
@@ -172,12 +191,16 @@ def transformers_row(cache: Path, threads: int, max_tokens: int) -> dict[str, An
         row["cached_first_token_s"] = round(time.perf_counter() - started, 3)
         row["cached_prompt_tokens"], row["cached_cached_tokens"] = int(cached.shape[1]), shared
         prompt = tokenizer.apply_chat_template(
-            [{"role": "user", "content": DECODE_PROMPT}], add_generation_prompt=True, return_tensors="pt"
-        )  # fmt: skip
+            [{"role": "user", "content": DECODE_PROMPT}],
+            add_generation_prompt=True,
+            return_tensors="pt",
+        )
         prompt = prompt["input_ids"] if hasattr(prompt, "keys") else prompt
         model.generate(prompt, max_new_tokens=1, do_sample=False)
         started = time.perf_counter()
-        out = model.generate(prompt, max_new_tokens=max_tokens, min_new_tokens=max_tokens, do_sample=False)  # fmt: skip
+        out = model.generate(
+            prompt, max_new_tokens=max_tokens, min_new_tokens=max_tokens, do_sample=False
+        )
         elapsed = time.perf_counter() - started
     new = int(out.shape[1] - prompt.shape[1])
     row["decode_tokens_per_s"] = round(new / elapsed, 2)
@@ -192,14 +215,23 @@ def transformers_row(cache: Path, threads: int, max_tokens: int) -> dict[str, An
 def ratios(rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for threads in (1, 2):
-        before, after = rows.get(f"transformers_0.5b_t{threads}"), rows.get(f"llamacpp_0.5b_t{threads}")  # fmt: skip
+        before, after = (
+            rows.get(f"transformers_0.5b_t{threads}"),
+            rows.get(f"llamacpp_0.5b_t{threads}"),
+        )
         if before and after:
             out[f"llamacpp_vs_transformers_0.5b_t{threads}"] = {
-                "decode_speedup": round(after["decode_tokens_per_s"] / before["decode_tokens_per_s"], 2),
-                "cold_first_token_speedup": round(before["cold_first_token_s"] / after["cold_first_token_s"], 2),
-                "cached_first_token_speedup": round(before["cached_first_token_s"] / after["cached_first_token_s"], 2),
+                "decode_speedup": round(
+                    after["decode_tokens_per_s"] / before["decode_tokens_per_s"], 2
+                ),
+                "cold_first_token_speedup": round(
+                    before["cold_first_token_s"] / after["cold_first_token_s"], 2
+                ),
+                "cached_first_token_speedup": round(
+                    before["cached_first_token_s"] / after["cached_first_token_s"], 2
+                ),
                 "load_speedup": round(before["load_s"] / after["load_s"], 2),
-            }  # fmt: skip
+            }
     return out
 
 
@@ -215,19 +247,32 @@ def main(argv: list[str] | None = None) -> int:
     cache = settings.model_cache_dir
     result: dict[str, Any] = {
         "created_at": datetime.now(UTC).isoformat(),
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                    "load_avg_at_start": os.getloadavg()[0]},
-        "default_model": settings.llm.model, "default_threads": settings.llm.threads, "rows": {},
-    }  # fmt: skip
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "load_avg_at_start": os.getloadavg()[0],
+        },
+        "default_model": settings.llm.model,
+        "default_threads": settings.llm.threads,
+        "rows": {},
+    }
     rows = result["rows"]
     plan: list[tuple[str, Any]] = []
     for threads in (1, 2):
         if not args.skip_transformers:
-            plan.append((f"transformers_0.5b_t{threads}",
-                         lambda t=threads: transformers_row(cache, t, args.max_tokens)))  # fmt: skip
+            plan.append(
+                (
+                    f"transformers_0.5b_t{threads}",
+                    lambda t=threads: transformers_row(cache, t, args.max_tokens),
+                )
+            )
         for name, model in (("0.5b", SMALL), ("1.5b", LARGE)):
-            plan.append((f"llamacpp_{name}_t{threads}",
-                         lambda m=model, t=threads: llamacpp_row(cache, m, t, args.max_tokens, True)))  # fmt: skip
+            plan.append(
+                (
+                    f"llamacpp_{name}_t{threads}",
+                    lambda m=model, t=threads: llamacpp_row(cache, m, t, args.max_tokens, True),
+                )
+            )
     for label, run in plan:
         rows[label] = run()
         print(label, rows[label], flush=True)
@@ -239,8 +284,11 @@ def main(argv: list[str] | None = None) -> int:
             for name, model in (("0.5b", SMALL), ("1.5b", LARGE))
         }
         for name, sel in result["tool_selection"].items():
-            print(f"tool selection {name}: {sel['right']}/{sel['questions']} right, "
-                  f"first tool {sel['first_tool_right']}/{sel['questions']}", flush=True)  # fmt: skip
+            print(
+                f"tool selection {name}: {sel['right']}/{sel['questions']} right, "
+                f"first tool {sel['first_tool_right']}/{sel['questions']}",
+                flush=True,
+            )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))
     print(f"results: {args.out}")

@@ -30,9 +30,14 @@ def run_breakdown(run: Run) -> dict[str, Any]:
     app = run.app("breakdown")
     try:
         llm = run.settings.llm
-        return bench_breakdown(app, run.model(), ORG, reps=run.sizes.breakdown_reps,
-                               per_type=run.sizes.breakdown_per_type,
-                               label=f"{llm.model} ({llm.backend})")  # fmt: skip
+        return bench_breakdown(
+            app,
+            run.model(),
+            ORG,
+            reps=run.sizes.breakdown_reps,
+            per_type=run.sizes.breakdown_per_type,
+            label=f"{llm.model} ({llm.backend})",
+        )
     finally:
         app.close()
 
@@ -67,8 +72,10 @@ def run_peer(run: Run) -> dict[str, Any]:
     questions = kinds_in_turn(every)[: run.sizes.peer_limit]
     sample = None
     if len(questions) < len(every):
-        sample = (f"{len(questions)} of the file's {len(every)} questions, kinds in turn "
-                  f"(--peer-questions; `make eval EVAL_ARGS=--peer` asks them all)")  # fmt: skip
+        sample = (
+            f"{len(questions)} of the file's {len(every)} questions, kinds in turn "
+            f"(--peer-questions; `make eval EVAL_ARGS=--peer` asks them all)"
+        )
     left = run.left_s()
     allotted = None if left is None else left - RESERVE_S
     results: list[dict[str, Any]] = []
@@ -85,16 +92,28 @@ def run_peer(run: Run) -> dict[str, Any]:
                 ):
                     break
                 try:
-                    result = asyncio.run(compare(run.model(), [question], run.settings, ORG,
-                                                 embedder=run.indexed_embedder(), progress=False))  # fmt: skip
+                    result = asyncio.run(
+                        compare(
+                            run.model(),
+                            [question],
+                            run.settings,
+                            ORG,
+                            embedder=run.indexed_embedder(),
+                            progress=False,
+                        )
+                    )
                 except Exception as exc:  # one question's failure does not end the comparison
                     failed.append(f"{question.get('id', n)}: {type(exc).__name__}: {exc}"[:200])
                     log(f"peer: compare() failed on {failed[-1]}")
                     bar.update()
                     continue
                 results.append(result)
-                bar.set_postfix_str(" / ".join(f"{a} {result[a]['rows'][0]['latency_s']:.0f}s"
-                                               for a in result.get("agents", ("askcrow", "peer"))))  # fmt: skip
+                bar.set_postfix_str(
+                    " / ".join(
+                        f"{a} {result[a]['rows'][0]['latency_s']:.0f}s"
+                        for a in result.get("agents", ("askcrow", "peer"))
+                    )
+                )
                 bar.update()
     finally:
         run.release_model()
@@ -102,16 +121,23 @@ def run_peer(run: Run) -> dict[str, Any]:
         raise RuntimeError(f"compare() failed on every question asked: {failed[:1]}")
     notes = []
     if (asked := len(results) + len(failed)) < len(questions):
-        notes.append(f"{asked} of the {len(questions)} questions (kinds in turn) fitted the "
-                     f"{allotted / 60:.1f} min left for them of --budget-minutes "
-                     f"{run.args.budget_minutes:g}")  # fmt: skip
+        notes.append(
+            f"{asked} of the {len(questions)} questions (kinds in turn) fitted the "
+            f"{allotted / 60:.1f} min left for them of --budget-minutes "
+            f"{run.args.budget_minutes:g}"
+        )
     if failed:
         notes.append(f"{len(failed)} left out, compare() raised on them: " + "; ".join(failed))
     note = "; ".join(notes) or None
     if note:
         log(f"peer: {note}")
-    return {**merge_comparisons(results), "eval_file": str(run.args.eval_file), "sample": sample,
-            "reduced": note, "failed_questions": failed}  # fmt: skip
+    return {
+        **merge_comparisons(results),
+        "eval_file": str(run.args.eval_file),
+        "sample": sample,
+        "reduced": note,
+        "failed_questions": failed,
+    }
 
 
 def kinds_in_turn(questions: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -142,9 +168,15 @@ def run_graph(run: Run) -> dict[str, Any]:
     s = run.sizes
     direct = run.app("direct")
     try:
-        return bench_graph(direct, run.args.work_dir / "graph", ORG, rounds=s.overhead_rounds,
-                           levels=s.load_levels, duration_s=s.load_duration_s,
-                           model_latency_ms=s.model_latency_ms)  # fmt: skip
+        return bench_graph(
+            direct,
+            run.args.work_dir / "graph",
+            ORG,
+            rounds=s.overhead_rounds,
+            levels=s.load_levels,
+            duration_s=s.load_duration_s,
+            model_latency_ms=s.model_latency_ms,
+        )
     finally:
         direct.close()
 
@@ -156,8 +188,11 @@ def run_search(run: Run) -> dict[str, Any]:
 
     out: dict[str, Any] = {}
     for size in tqdm(run.sizes.search_sizes, desc="search sizes", unit="size"):
-        ns = SimpleNamespace(sizes=[size], queries=run.sizes.search_queries,
-                             base_cache=run.args.out_dir / "minilm_base_30000.npy")  # fmt: skip
+        ns = SimpleNamespace(
+            sizes=[size],
+            queries=run.sizes.search_queries,
+            base_cache=run.args.out_dir / "minilm_base_30000.npy",
+        )
         result = bench_search(ns, run.embedder())
         out = {**result, "by_size": [*out.get("by_size", []), *result["by_size"]]}
         gc.collect()
@@ -176,15 +211,20 @@ def run_reindex(run: Run) -> dict[str, Any]:
     work.mkdir(parents=True, exist_ok=True)
     settings_args = serve_config_args(run.args.config) if run.args.config.is_file() else {}
     rows, single_rows = run.sizes.reindex_rows, run.sizes.reindex_single_rows
-    out: dict[str, Any] = {"rows_requested": rows, "single_rows_requested": single_rows,
-                           "reduced": None}  # fmt: skip
+    out: dict[str, Any] = {
+        "rows_requested": rows,
+        "single_rows_requested": single_rows,
+        "reduced": None,
+    }
     notes = []
     if (left := run.left_s()) is not None:  # single sample: a quarter of the time left
         rate = probe_rate(run.embedder(), run.settings.data_dir) * 0.6  # sustained < burst
         fit = max(1_000, int(0.25 * left * rate) // 1_000 * 1_000)
         if fit < single_rows:
-            notes.append(f"single process {single_rows:,} -> {fit:,} rows (probe: {rate / 0.6:.0f} "
-                         f"texts/s, {left / 60:.1f} min left)")  # fmt: skip
+            notes.append(
+                f"single process {single_rows:,} -> {fit:,} rows (probe: {rate / 0.6:.0f} "
+                f"texts/s, {left / 60:.1f} min left)"
+            )
             single_rows = fit
     single_rows = min(single_rows, rows)
     out["single_process"] = single_path(work, single_rows, run.settings.embedder.model)
@@ -192,8 +232,10 @@ def run_reindex(run: Run) -> dict[str, Any]:
         rate = out["single_process"]["rows_per_s"] * 0.9  # the Ray path ran at 0.9-1.7x here
         fit = max(10_000, int((left - 60) * rate) // 10_000 * 10_000)  # 60 s: Ray start, seeding
         if fit < rows:
-            notes.append(f"Ray Data job {rows:,} -> {fit:,} rows (single process ran at "
-                         f"{rate / 0.9:.0f} rows/s, {left / 60:.1f} min left)")  # fmt: skip
+            notes.append(
+                f"Ray Data job {rows:,} -> {fit:,} rows (single process ran at "
+                f"{rate / 0.9:.0f} rows/s, {left / 60:.1f} min left)"
+            )
             rows = fit
     if notes:
         out["reduced"] = (
@@ -201,8 +243,13 @@ def run_reindex(run: Run) -> dict[str, Any]:
         )
         log(f"reindex: {out['reduced']}")
     os.environ.pop("RAY_ADDRESS", None)
-    ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False,
-             log_to_driver=False, logging_level="WARNING")  # fmt: skip
+    ray.init(
+        address="local",
+        num_cpus=os.cpu_count(),
+        include_dashboard=False,
+        log_to_driver=False,
+        logging_level="WARNING",
+    )
     try:
         import ray.data
 
@@ -236,6 +283,10 @@ def probe_rate(embedder: Any, data_root: Path, n: int = 512) -> float:
 
 
 RUNNERS: dict[str, Callable[[Run], dict[str, Any]]] = {
-    "llm": run_llm, "breakdown": run_breakdown, "peer": run_peer, "graph": run_graph, "search": run_search,
+    "llm": run_llm,
+    "breakdown": run_breakdown,
+    "peer": run_peer,
+    "graph": run_graph,
+    "search": run_search,
     "reindex": run_reindex,
-}  # fmt: skip
+}

@@ -66,8 +66,12 @@ class PeerConfig:
 
     @classmethod
     def from_settings(cls, settings: AppSettings, *, max_tokens: int = 512) -> PeerConfig:
-        return cls(max_requests=settings.limits.max_iterations, max_tokens=max_tokens,
-                   model_timeout_s=settings.timeouts.model_s, tool_timeout_s=settings.timeouts.tool_s)  # fmt: skip
+        return cls(
+            max_requests=settings.limits.max_iterations,
+            max_tokens=max_tokens,
+            model_timeout_s=settings.timeouts.model_s,
+            tool_timeout_s=settings.timeouts.tool_s,
+        )
 
 
 @dataclass
@@ -113,14 +117,33 @@ def peer_tool(tool: Tool) -> PeerTool[_Deps]:
         return output.for_model()
 
     spec = tool.spec
-    return PeerTool.from_schema(call, name=spec.name, description=spec.description,
-                                json_schema=spec.parameters, takes_ctx=True)  # fmt: skip
+    return PeerTool.from_schema(
+        call,
+        name=spec.name,
+        description=spec.description,
+        json_schema=spec.parameters,
+        takes_ctx=True,
+    )
 
 
-def _step(run: RunContext[_Deps], tool: Tool, arguments: dict[str, Any], started: float,
-          *, error: str | None = None, results: int = 0) -> dict[str, Any]:  # fmt: skip
-    return {"id": run.tool_call_id, "name": tool.name, "arguments": arguments, "ok": error is None,
-            "error": error, "results": results, "ms": round((time.perf_counter() - started) * 1000, 1)}  # fmt: skip
+def _step(
+    run: RunContext[_Deps],
+    tool: Tool,
+    arguments: dict[str, Any],
+    started: float,
+    *,
+    error: str | None = None,
+    results: int = 0,
+) -> dict[str, Any]:
+    return {
+        "id": run.tool_call_id,
+        "name": tool.name,
+        "arguments": arguments,
+        "ok": error is None,
+        "error": error,
+        "results": results,
+        "ms": round((time.perf_counter() - started) * 1000, 1),
+    }
 
 
 class PeerAgent:
@@ -135,11 +158,20 @@ class PeerAgent:
             # additionalProperties: false, and the server would then reject extra arguments.
             profile=OpenAIModelProfile(json_schema_transformer=None),
         )
-        settings = ModelSettings(temperature=0.0, max_tokens=config.max_tokens,
-                                 timeout=config.model_timeout_s + 5, max_retries=0)  # fmt: skip
-        self.agent = Agent(model, deps_type=_Deps, tools=[peer_tool(t) for t in tools],
-                           model_settings=settings, retries=config.retries,
-                           tool_timeout=config.tool_timeout_s)  # fmt: skip
+        settings = ModelSettings(
+            temperature=0.0,
+            max_tokens=config.max_tokens,
+            timeout=config.model_timeout_s + 5,
+            max_retries=0,
+        )
+        self.agent = Agent(
+            model,
+            deps_type=_Deps,
+            tools=[peer_tool(t) for t in tools],
+            model_settings=settings,
+            retries=config.retries,
+            tool_timeout=config.tool_timeout_s,
+        )
 
     async def run(self, messages: list[Message], ctx: ToolContext) -> PeerAnswer:
         """Answer the last user message, with the system messages as instructions."""
@@ -150,26 +182,40 @@ class PeerAgent:
         with capture_run_messages() as history:
             try:
                 result = await self.agent.run(
-                    question, instructions=system, deps=deps,
+                    question,
+                    instructions=system,
+                    deps=deps,
                     usage_limits=UsageLimits(request_limit=self.config.max_requests),
-                )  # fmt: skip
+                )
                 content = result.output
             except Exception as exc:  # pydantic-ai's failures are results here, not crashes
                 error = f"{type(exc).__name__}: {exc}"[:500]
         responses = [m for m in history if isinstance(m, ModelResponse)]
         return PeerAnswer(
-            content=content, sources=list({(s.type, s.id): s for s in deps.sources}.values()),
-            tool_steps=deps.steps, error=error, requests=len(responses),
+            content=content,
+            sources=list({(s.type, s.id): s for s in deps.sources}.values()),
+            tool_steps=deps.steps,
+            error=error,
+            requests=len(responses),
             trace=[_traced(r) for r in responses],
-            timings={"tools_s": round(deps.tools_s, 3), "total_s": round(time.perf_counter() - started, 3)},
-        )  # fmt: skip
+            timings={
+                "tools_s": round(deps.tools_s, 3),
+                "total_s": round(time.perf_counter() - started, 3),
+            },
+        )
 
 
 def _traced(response: ModelResponse) -> dict[str, Any]:
-    calls = [{"name": p.tool_name, "arguments": p.args}
-             for p in response.parts if isinstance(p, ToolCallPart)]  # fmt: skip
-    return {"finish_reason": response.finish_reason, "text": (response.text or "")[:300],
-            "calls": calls}  # fmt: skip
+    calls = [
+        {"name": p.tool_name, "arguments": p.args}
+        for p in response.parts
+        if isinstance(p, ToolCallPart)
+    ]
+    return {
+        "finish_reason": response.finish_reason,
+        "text": (response.text or "")[:300],
+        "calls": calls,
+    }
 
 
 @contextlib.contextmanager

@@ -10,9 +10,13 @@ from pathlib import Path
 from typing import Any
 
 PART_COLORS = {
-    "model": "#4c72b0", "embedding": "#dd8452", "retrieval": "#55a868", "store": "#c44e52",
-    "tools": "#8172b3", "rest": "#937860",
-}  # fmt: skip
+    "model": "#4c72b0",
+    "embedding": "#dd8452",
+    "retrieval": "#55a868",
+    "store": "#c44e52",
+    "tools": "#8172b3",
+    "rest": "#937860",
+}
 TYPE_LABELS = {"greeting": "greeting", "single_tool": "single tool", "multi_tool": "multi tool"}
 
 
@@ -36,12 +40,23 @@ def breakdown_plot(breakdown: dict[str, Any], path: Path) -> Path:
         for ax, names, scale in ((whole, list(parts), 1.0), (rest, list(parts)[1:], 1000.0)):
             left = 0.0
             for part in names:
-                ax.barh(row, parts[part] * scale, left=left, color=PART_COLORS[part], height=0.5,
-                        label=part if row == 0 and ax is whole else None)  # fmt: skip
+                ax.barh(
+                    row,
+                    parts[part] * scale,
+                    left=left,
+                    color=PART_COLORS[part],
+                    height=0.5,
+                    label=part if row == 0 and ax is whole else None,
+                )
                 left += parts[part] * scale
         totals = breakdown["by_type"][kind]["total_s"]
-        whole.plot(totals, [row + 0.35] * len(totals), "k|", markersize=10,
-                   label="each answer (total)" if row == 0 else None)  # fmt: skip
+        whole.plot(
+            totals,
+            [row + 0.35] * len(totals),
+            "k|",
+            markersize=10,
+            label="each answer (total)" if row == 0 else None,
+        )
     whole.set_yticks(range(len(kinds)), [TYPE_LABELS.get(k, k) for k in kinds])
     whole.invert_yaxis()
     whole.set_xlabel("seconds (median per part)")
@@ -66,13 +81,24 @@ def overhead_plot(overhead: dict[str, Any], path: Path) -> Path:
             data.append(samples[path_name][kind])
             positions.append(i * 3 + j)
             colors.append(color)
-    boxes = ax.boxplot(data, positions=positions, widths=0.8, patch_artist=True, whis=(1, 99),
-                       showfliers=True, flierprops={"markersize": 3})  # fmt: skip
+    boxes = ax.boxplot(
+        data,
+        positions=positions,
+        widths=0.8,
+        patch_artist=True,
+        whis=(1, 99),
+        showfliers=True,
+        flierprops={"markersize": 3},
+    )
     for box, color in zip(boxes["boxes"], colors, strict=True):
         box.set_facecolor(color)
     ax.set_xticks([i * 3 + 0.5 for i in range(len(kinds))], [TYPE_LABELS.get(k, k) for k in kinds])
-    ax.legend(boxes["boxes"][:2], ["in one process (ChatService.send)", "HTTP + Serve graph"],
-              loc="upper left", fontsize=8)  # fmt: skip
+    ax.legend(
+        boxes["boxes"][:2],
+        ["in one process (ChatService.send)", "HTTP + Serve graph"],
+        loc="upper left",
+        fontsize=8,
+    )
     ax.set_yscale("log")
     ax.set_ylabel("ms per request (log)")
     ax.set_title("Per-request latency with a zero-latency scripted model (whiskers: p1-p99)")

@@ -13,8 +13,16 @@ from typing import Any
 from benchmarks.plots import TYPE_LABELS, make_plots
 
 PARTS_SHOWN = ("model", "embedding", "retrieval", "store", "tools", "rest")
-OVERHEAD_HEADER = ("type", "n", "direct p50 ms", "direct p99", "graph p50 ms", "graph p99",
-                   "ratio p50", "added ms p50")  # fmt: skip
+OVERHEAD_HEADER = (
+    "type",
+    "n",
+    "direct p50 ms",
+    "direct p99",
+    "graph p50 ms",
+    "graph p99",
+    "ratio p50",
+    "added ms p50",
+)
 PEER_TABLE = Callable[[dict[str, Any]], str]
 
 
@@ -62,61 +70,78 @@ def main_table(results: dict[str, Any]) -> str:
         if s and s.get("n"):
             med = s["parts_s_median"]
             others = ", ".join(f"{p} {_ms(med[p])}" for p in PARTS_SHOWN[1:])
-            rows.append((f"{TYPE_LABELS[kind]} answer",
-                         f"{s['total_s_median']:.2f} s (median of {s['n']}): model "
-                         f"{med['model']:.2f} s ({100 * s['share']['model']:.1f}%); {others}",
-                         f"{b['model']} in one process"))  # fmt: skip
+            rows.append(
+                (
+                    f"{TYPE_LABELS[kind]} answer",
+                    f"{s['total_s_median']:.2f} s (median of {s['n']}): model "
+                    f"{med['model']:.2f} s ({100 * s['share']['model']:.1f}%); {others}",
+                    f"{b['model']} in one process",
+                )
+            )
         else:
             rows.append((f"{TYPE_LABELS[kind]} answer", _status(results, "breakdown"), ""))
     g = (results.get("graph") or {}).get("overhead")
     if g:
         a = g["all"]
         per_type = " / ".join(f"x{v['ratio_p50']:.2f}" for v in g["by_type"].values())
-        rows.append((
-            "Serve graph overhead per request",
-            f"p50 {a['graph_ms']['p50']:.1f} ms through HTTP + graph vs {a['direct_ms']['p50']:.1f} ms "
-            f"direct: **x{a['ratio_p50']:.2f}** (+{a['added_ms_p50']:.1f} ms); p99 "
-            f"{a['graph_ms']['p99']:.1f} vs {a['direct_ms']['p99']:.1f} ms; per type "
-            f"({' / '.join(TYPE_LABELS.get(k, k) for k in g['by_type'])}) {per_type}",
-            f"zero-latency scripted model, {a['n']} requests per path",
-        ))  # fmt: skip
+        rows.append(
+            (
+                "Serve graph overhead per request",
+                f"p50 {a['graph_ms']['p50']:.1f} ms through HTTP + graph vs {a['direct_ms']['p50']:.1f} ms "
+                f"direct: **x{a['ratio_p50']:.2f}** (+{a['added_ms_p50']:.1f} ms); p99 "
+                f"{a['graph_ms']['p99']:.1f} vs {a['direct_ms']['p99']:.1f} ms; per type "
+                f"({' / '.join(TYPE_LABELS.get(k, k) for k in g['by_type'])}) {per_type}",
+                f"zero-latency scripted model, {a['n']} requests per path",
+            )
+        )
     else:
         rows.append(("Serve graph overhead per request", _status(results, "graph"), ""))
     lo = (results.get("graph") or {}).get("load")
     if lo:
         lv = lo["levels"]
-        rows.append((
-            "load, concurrency " + " / ".join(str(x["concurrency"]) for x in lv),
-            _join(lv, "throughput_per_s", "{:.1f}") + " answers/s; p50 " + _join(lv, "p50_s", "{:.2f}")
-            + " s; p99 " + _join(lv, "p99_s", "{:.2f}") + " s; errors " + _join(lv, "errors", "{}"),
-            f"scripted model {lo['model_latency_ms']:g} ms per call, {lo['duration_s']:g} s per level",
-        ))  # fmt: skip
+        rows.append(
+            (
+                "load, concurrency " + " / ".join(str(x["concurrency"]) for x in lv),
+                _join(lv, "throughput_per_s", "{:.1f}")
+                + " answers/s; p50 "
+                + _join(lv, "p50_s", "{:.2f}")
+                + " s; p99 "
+                + _join(lv, "p99_s", "{:.2f}")
+                + " s; errors "
+                + _join(lv, "errors", "{}"),
+                f"scripted model {lo['model_latency_ms']:g} ms per call, {lo['duration_s']:g} s per level",
+            )
+        )
     else:
         rows.append(("load", _status(results, "graph"), ""))
     s = results.get("search")
     for entry in s["by_size"] if s else []:
         lat, rec = entry["latency_ms"], entry["recall_at_10_approx_vs_exact"]
-        rows.append((
-            f"search {entry['rows']:,} vectors",
-            f"{entry['approx_kind']} p50 {lat['approx']['p50']:.2f} / p99 {lat['approx']['p99']:.2f} ms "
-            f"(exact {lat['exact']['p50']:.1f} / {lat['exact']['p99']:.1f} ms); 10% filter: "
-            f"{lat['approx_filtered']['p50']:.2f} / {lat['approx_filtered']['p99']:.2f} ms; "
-            f"recall@10 {rec['unfiltered']} / filtered {rec['filtered']}",
-            "VectorIndex.search, one query per call",
-        ))  # fmt: skip
+        rows.append(
+            (
+                f"search {entry['rows']:,} vectors",
+                f"{entry['approx_kind']} p50 {lat['approx']['p50']:.2f} / p99 {lat['approx']['p99']:.2f} ms "
+                f"(exact {lat['exact']['p50']:.1f} / {lat['exact']['p99']:.1f} ms); 10% filter: "
+                f"{lat['approx_filtered']['p50']:.2f} / {lat['approx_filtered']['p99']:.2f} ms; "
+                f"recall@10 {rec['unfiltered']} / filtered {rec['filtered']}",
+                "VectorIndex.search, one query per call",
+            )
+        )
     if not s:
         rows.append(("search", _status(results, "search"), ""))
     r = results.get("reindex")
     if r:
         ray, one = r["ray_job"], r["single_process"]
-        rows.append((
-            "reindex interactions",
-            f"Ray Data {ray['rows']:,} rows: {ray['rows_per_s']:.0f} rows/s ({ray['wall_s']:.0f} s); "
-            f"single process {one['rows']:,} rows: {one['rows_per_s']:.0f} rows/s "
-            f"({one['wall_s']:.0f} s); Ray / single **x{r['ratio_ray_over_single_rows_per_s']:.2f}**",
-            "rows/s compared, each path on its own seeded sample"
-            + ("; sizes reduced to fit the time budget" if r.get("reduced") else ""),
-        ))  # fmt: skip
+        rows.append(
+            (
+                "reindex interactions",
+                f"Ray Data {ray['rows']:,} rows: {ray['rows_per_s']:.0f} rows/s ({ray['wall_s']:.0f} s); "
+                f"single process {one['rows']:,} rows: {one['rows_per_s']:.0f} rows/s "
+                f"({one['wall_s']:.0f} s); Ray / single **x{r['ratio_ray_over_single_rows_per_s']:.2f}**",
+                "rows/s compared, each path on its own seeded sample"
+                + ("; sizes reduced to fit the time budget" if r.get("reduced") else ""),
+            )
+        )
     else:
         rows.append(("reindex", _status(results, "reindex"), ""))
     p = results.get("peer")
@@ -128,14 +153,16 @@ def main_table(results: dict[str, Any]) -> str:
             for kind in ours
             if kind != "all" and kind in theirs
         )
-        rows.append((
-            f"peer ({p.get('peer_framework', 'peer')})",
-            f"{c['n']} questions: tool accuracy {c['tool_accuracy']:.2f} / {q['tool_accuracy']:.2f} "
-            f"({per_kind}); p50 {c['latency_p50_s']:.1f} / {q['latency_p50_s']:.1f} s (Ask CROW / peer)",
-            "same model, tools and questions; table below"
-            + (f"; {p['sample']}" if p.get("sample") else "")
-            + (f"; {p['reduced']}" if p.get("reduced") else ""),
-        ))  # fmt: skip
+        rows.append(
+            (
+                f"peer ({p.get('peer_framework', 'peer')})",
+                f"{c['n']} questions: tool accuracy {c['tool_accuracy']:.2f} / {q['tool_accuracy']:.2f} "
+                f"({per_kind}); p50 {c['latency_p50_s']:.1f} / {q['latency_p50_s']:.1f} s (Ask CROW / peer)",
+                "same model, tools and questions; table below"
+                + (f"; {p['sample']}" if p.get("sample") else "")
+                + (f"; {p['reduced']}" if p.get("reduced") else ""),
+            )
+        )
     else:
         rows.append(("peer comparison", _status(results, "peer"), ""))
     return _table(("figure", "result", "how"), rows)
@@ -146,24 +173,39 @@ def _llm_section(results: dict[str, Any]) -> list[str]:
     llm = results.get("llm")
     if not llm or "rows" not in llm:
         return []
-    header = ("runtime, model, threads", "load", "first token cold", "first token cached",
-              "decode tok/s", "decode tok/s, busy")  # fmt: skip
+    header = (
+        "runtime, model, threads",
+        "load",
+        "first token cold",
+        "first token cached",
+        "decode tok/s",
+        "decode tok/s, busy",
+    )
     rows = [
-        (label, _fmt(r.get("load_s"), "{:.1f} s"), _fmt(r.get("cold_first_token_s"), "{:.2f} s"),
-         _fmt(r.get("cached_first_token_s"), "{:.2f} s"), _fmt(r.get("decode_tokens_per_s"), "{:.1f}"),
-         _fmt(r.get("busy_decode_tokens_per_s"), "{:.1f}"))
+        (
+            label,
+            _fmt(r.get("load_s"), "{:.1f} s"),
+            _fmt(r.get("cold_first_token_s"), "{:.2f} s"),
+            _fmt(r.get("cached_first_token_s"), "{:.2f} s"),
+            _fmt(r.get("decode_tokens_per_s"), "{:.1f}"),
+            _fmt(r.get("busy_decode_tokens_per_s"), "{:.1f}"),
+        )
         for label, r in llm["rows"].items()
-    ]  # fmt: skip
+    ]
     lines = ["## Local LLM (benchmarks/llm_bench.py)", "", _table(header, rows), ""]
     for name, ratio in llm.get("ratios", {}).items():
-        lines.append(f"- {name}: decode x{ratio['decode_speedup']}, first token cold "
-                     f"x{ratio['cold_first_token_speedup']}, cached x{ratio['cached_first_token_speedup']}, "
-                     f"load x{ratio['load_speedup']}")  # fmt: skip
+        lines.append(
+            f"- {name}: decode x{ratio['decode_speedup']}, first token cold "
+            f"x{ratio['cold_first_token_speedup']}, cached x{ratio['cached_first_token_speedup']}, "
+            f"load x{ratio['load_speedup']}"
+        )
     for name, sel in (llm.get("tool_selection") or {}).items():
-        lines.append(f"- raw tool selection, {name}, constrained calls, no aids: "
-                     f"{sel['right']}/{sel['questions']} exact, first tool "
-                     f"{sel['first_tool_right']}/{sel['questions']}, {sel['invalid_calls']} invalid calls, "
-                     f"median {sel['median_s']} s")  # fmt: skip
+        lines.append(
+            f"- raw tool selection, {name}, constrained calls, no aids: "
+            f"{sel['right']}/{sel['questions']} exact, first tool "
+            f"{sel['first_tool_right']}/{sel['questions']}, {sel['invalid_calls']} invalid calls, "
+            f"median {sel['median_s']} s"
+        )
     return [*lines, ""]
 
 
@@ -177,8 +219,15 @@ def _breakdown_section(results: dict[str, Any]) -> list[str]:
             continue
         med = s["parts_s_median"]
         tools = "; ".join(", ".join(t) or "none" for t in s["tools_called"])
-        rows.append((TYPE_LABELS.get(kind, kind), str(s["n"]), f"{s['total_s_median']:.2f}",
-                     *(f"{med[p]:.3f}" for p in PARTS_SHOWN), tools))  # fmt: skip
+        rows.append(
+            (
+                TYPE_LABELS.get(kind, kind),
+                str(s["n"]),
+                f"{s['total_s_median']:.2f}",
+                *(f"{med[p]:.3f}" for p in PARTS_SHOWN),
+                tools,
+            )
+        )
     return [
         "## Latency breakdown of one answer",
         "",
@@ -200,11 +249,18 @@ def _graph_section(results: dict[str, Any]) -> list[str]:
     out = ["## Serve graph: overhead and load", ""]
     if o := g.get("overhead"):
         rows = [
-            (TYPE_LABELS.get(k, k), str(v["n"]), f"{v['direct_ms']['p50']:.1f}",
-             f"{v['direct_ms']['p99']:.1f}", f"{v['graph_ms']['p50']:.1f}",
-             f"{v['graph_ms']['p99']:.1f}", f"x{v['ratio_p50']:.2f}", f"{v['added_ms_p50']:+.1f}")
+            (
+                TYPE_LABELS.get(k, k),
+                str(v["n"]),
+                f"{v['direct_ms']['p50']:.1f}",
+                f"{v['direct_ms']['p99']:.1f}",
+                f"{v['graph_ms']['p50']:.1f}",
+                f"{v['graph_ms']['p99']:.1f}",
+                f"x{v['ratio_p50']:.2f}",
+                f"{v['added_ms_p50']:+.1f}",
+            )
             for k, v in [*o["by_type"].items(), ("all", o["all"])]
-        ]  # fmt: skip
+        ]
         out += [
             f"Zero-latency scripted model ({g['model']}); {o['order']}. App start "
             f"{g.get('app_start_s', '?')} s.",
@@ -214,11 +270,17 @@ def _graph_section(results: dict[str, Any]) -> list[str]:
         ]
     if lo := g.get("load"):
         rows = [
-            (str(lv["concurrency"]), str(lv["answers"]), f"{lv['throughput_per_s']:.2f}",
-             _fmt(lv["p50_s"], "{:.3f}"), _fmt(lv["p99_s"], "{:.3f}"), str(lv["errors"]),
-             "; ".join(lv["error_examples"]))
+            (
+                str(lv["concurrency"]),
+                str(lv["answers"]),
+                f"{lv['throughput_per_s']:.2f}",
+                _fmt(lv["p50_s"], "{:.3f}"),
+                _fmt(lv["p99_s"], "{:.3f}"),
+                str(lv["errors"]),
+                "; ".join(lv["error_examples"]),
+            )
             for lv in lo["levels"]
-        ]  # fmt: skip
+        ]
         out += [
             f"Load: scripted model sleeping {lo['model_latency_ms']:g} ms per call; "
             f"{lo['questions']}; {lo['duration_s']:g} s per level, one session per client "
@@ -240,8 +302,14 @@ def _retrieval_section(results: dict[str, Any]) -> list[str]:
         for e in s["by_size"]:
             for variant, lat in e["latency_ms"].items():
                 rows.append((f"{e['rows']:,}", variant, f"{lat['p50']:.2f}", f"{lat['p99']:.2f}"))
-        out += ["## Search", "", f"{s['data']}; {s['queries']} queries, k={s['k']}; "
-                f"filter: {s['filter']}.", "", _table(("vectors", "variant", "p50 ms", "p99 ms"), rows), ""]  # fmt: skip
+        out += [
+            "## Search",
+            "",
+            f"{s['data']}; {s['queries']} queries, k={s['k']}; filter: {s['filter']}.",
+            "",
+            _table(("vectors", "variant", "p50 ms", "p99 ms"), rows),
+            "",
+        ]
     if r := results.get("reindex"):
         rows = [
             (name, f"{x['rows']:,}", f"{x['wall_s']}", f"{x['rows_per_s']}", str(x["loadavg_1m"]))
@@ -263,9 +331,14 @@ def _retrieval_section(results: dict[str, Any]) -> list[str]:
 
 def _run_section(results: dict[str, Any]) -> list[str]:
     rows = [
-        (name, p.get("status", "?"), _fmt(p.get("wall_s"), "{:.0f}"), p.get("error") or p.get("note") or "")
+        (
+            name,
+            p.get("status", "?"),
+            _fmt(p.get("wall_s"), "{:.0f}"),
+            p.get("error") or p.get("note") or "",
+        )
         for name, p in results.get("parts", {}).items()
-    ]  # fmt: skip
+    ]
     machine = results.get("machine", {})
     return [
         "## Run",

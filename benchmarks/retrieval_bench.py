@@ -51,11 +51,16 @@ def main() -> None:
         epilog="Shrink: --embed-texts 300 --sizes 20000 --queries 50 --reindex-rows 5000",
     )
     parser.add_argument("--out", type=Path, default=ROOT / "var/bench/retrieval.json")
-    parser.add_argument("--work-dir", type=Path, default=ROOT / "var/bench-retrieval",
-                        help="seeded data and built indexes (reused across runs)")  # fmt: skip
+    parser.add_argument(
+        "--work-dir",
+        type=Path,
+        default=ROOT / "var/bench-retrieval",
+        help="seeded data and built indexes (reused across runs)",
+    )
     parser.add_argument("--config", type=Path, default=ROOT / "serve_config.yaml")
-    parser.add_argument("--skip", choices=["embed", "search", "reindex"], action="append",
-                        default=[])  # fmt: skip
+    parser.add_argument(
+        "--skip", choices=["embed", "search", "reindex"], action="append", default=[]
+    )
     g = parser.add_argument_group("embedding")
     g.add_argument("--embed-texts", type=int, default=1000)
     g.add_argument("--concurrency", type=int, default=32)
@@ -66,8 +71,12 @@ def main() -> None:
     g.add_argument("--base-cache", type=Path, default=ROOT / "var/bench/minilm_base_30000.npy")
     g = parser.add_argument_group("reindex")
     g.add_argument("--reindex-rows", type=int, default=100_000)
-    g.add_argument("--fit-minutes", type=float, default=20.0,
-                   help="reduce --reindex-rows so the whole run fits (0: never reduce)")  # fmt: skip
+    g.add_argument(
+        "--fit-minutes",
+        type=float,
+        default=20.0,
+        help="reduce --reindex-rows so the whole run fits (0: never reduce)",
+    )
     args = parser.parse_args()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.work_dir.mkdir(parents=True, exist_ok=True)
@@ -88,12 +97,18 @@ def main() -> None:
     }
     log(f"machine: {json.dumps(report['machine'])}")
     started = time.perf_counter()
-    embedder = SentenceTransformerEmbedder(settings_args.get("embedder", {}).get(
-        "model", "all-MiniLM-L6-v2"))  # fmt: skip
+    embedder = SentenceTransformerEmbedder(
+        settings_args.get("embedder", {}).get("model", "all-MiniLM-L6-v2")
+    )
     report["machine"]["model_load_s_main_process"] = round(time.perf_counter() - started, 1)
 
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=True,
-             logging_level="WARNING")  # fmt: skip
+    ray.init(
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=True,
+        logging_level="WARNING",
+    )
     try:
         import ray.data
 

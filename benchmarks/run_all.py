@@ -69,10 +69,16 @@ class Sizes:
 
 
 QUICK = Sizes(
-    breakdown_per_type=1, overhead_rounds=2, load_levels=(1, 4), load_duration_s=2.0,
-    search_sizes=(5_000,), search_queries=20, reindex_rows=1_000, reindex_single_rows=500,
+    breakdown_per_type=1,
+    overhead_rounds=2,
+    load_levels=(1, 4),
+    load_duration_s=2.0,
+    search_sizes=(5_000,),
+    search_queries=20,
+    reindex_rows=1_000,
+    reindex_single_rows=500,
     peer_limit=2,
-)  # fmt: skip
+)
 
 
 class Run:
@@ -119,8 +125,10 @@ class Run:
 
             started = time.perf_counter()
             built = ensure_indexes(self.settings, ORG, embedder, progress=True)
-            self.results["indexes_built"] = {"collections": built,
-                                             "wall_s": round(time.perf_counter() - started, 1)}  # fmt: skip
+            self.results["indexes_built"] = {
+                "collections": built,
+                "wall_s": round(time.perf_counter() - started, 1),
+            }
             self._indexed = True
         return embedder
 
@@ -186,23 +194,36 @@ class Run:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog="\n".join(__doc__.splitlines()[4:]))  # fmt: skip
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="\n".join(__doc__.splitlines()[4:]),
+    )
     parser.add_argument("--skip", choices=PARTS, action="append", default=[], help="repeatable")
     parser.add_argument("--quick", action="store_true", help="tiny sizes (for tests)")
-    parser.add_argument("--budget-minutes", type=float, default=30.0,
-                        help="trim the peer questions and the reindex sizes to fit (0: never)")  # fmt: skip
+    parser.add_argument(
+        "--budget-minutes",
+        type=float,
+        default=30.0,
+        help="trim the peer questions and the reindex sizes to fit (0: never)",
+    )
     parser.add_argument("--var", type=Path, default=ROOT / "var", help="data and indexes")
     parser.add_argument("--work-dir", type=Path, default=ROOT / "var" / "bench-work")
     parser.add_argument("--out-dir", type=Path, default=ROOT / "var" / "bench")
     parser.add_argument("--config", type=Path, default=ROOT / "serve_config.yaml")
     parser.add_argument("--eval-file", type=Path, default=EVAL_FILE, help="peer questions")
-    parser.add_argument("--peer-questions", type=int, default=None,
-                        help=f"questions for the peer comparison ({Sizes.peer_limit}; 0: all)")  # fmt: skip
+    parser.add_argument(
+        "--peer-questions",
+        type=int,
+        default=None,
+        help=f"questions for the peer comparison ({Sizes.peer_limit}; 0: all)",
+    )
     args = parser.parse_args(argv)
-    for name, value in (("HF_HUB_OFFLINE", "1"), ("TRANSFORMERS_OFFLINE", "1"),
-                        ("RAY_USAGE_STATS_ENABLED", "0")):  # fmt: skip
+    for name, value in (
+        ("HF_HUB_OFFLINE", "1"),
+        ("TRANSFORMERS_OFFLINE", "1"),
+        ("RAY_USAGE_STATS_ENABLED", "0"),
+    ):
         os.environ.setdefault(name, value)
     args.work_dir.mkdir(parents=True, exist_ok=True)
     run = Run(args)

@@ -49,9 +49,13 @@ class ChatServices:
 
 class ChatService:
     def __init__(
-        self, services: ChatServices, agent: Agent, *, history_messages: int = 10,
+        self,
+        services: ChatServices,
+        agent: Agent,
+        *,
+        history_messages: int = 10,
         metrics: Metrics | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.services = services
         self.agent = agent
         self.history_messages = history_messages
@@ -66,9 +70,14 @@ class ChatService:
             self.metrics.observe("crow_tool_seconds", step["ms"] / 1000, tool=step["name"])
 
     async def send(
-        self, org_id: str, session_id: str, content: str, *, kind: SessionKind = "chat",
+        self,
+        org_id: str,
+        session_id: str,
+        content: str,
+        *,
+        kind: SessionKind = "chat",
         message_id: str | None = None,
-    ) -> dict[str, Any]:  # fmt: skip
+    ) -> dict[str, Any]:
         final = None
         async for event in self.send_events(
             org_id, session_id, content, kind=kind, message_id=message_id
@@ -79,9 +88,14 @@ class ChatService:
         return final
 
     async def send_events(
-        self, org_id: str, session_id: str, content: str, *, kind: SessionKind = "chat",
+        self,
+        org_id: str,
+        session_id: str,
+        content: str,
+        *,
+        kind: SessionKind = "chat",
         message_id: str | None = None,
-    ) -> AsyncIterator[dict[str, Any]]:  # fmt: skip
+    ) -> AsyncIterator[dict[str, Any]]:
         store = self.services.store
         if message_id is not None:  # a client's key is unique within its session only
             message_id = f"{session_id}:{message_id}"
@@ -104,9 +118,15 @@ class ChatService:
                 yield event
 
     async def _answer(
-        self, org_id: str, session_id: str, content: str, history: list[dict[str, Any]],
-        user: dict[str, Any], kind: SessionKind, answer_id: str | None,
-    ) -> AsyncIterator[dict[str, Any]]:  # fmt: skip
+        self,
+        org_id: str,
+        session_id: str,
+        content: str,
+        history: list[dict[str, Any]],
+        user: dict[str, Any],
+        kind: SessionKind,
+        answer_id: str | None,
+    ) -> AsyncIterator[dict[str, Any]]:
         store = self.services.store
         ctx = ToolContext(
             org_id, self.services.embedder, self.services.retriever, self.services.analytics
@@ -124,11 +144,21 @@ class ChatService:
         self._record(answer)
         await store.add_usage(org_id, answer.tokens)
         stored = await store.add_message(
-            org_id, session_id, "assistant", answer.content, kind=kind, message_id=answer_id,
-            sources=[s.model_dump() for s in answer.sources], tool_steps=answer.tool_steps,
-            timings={**answer.timings, "iterations": answer.iterations,
-                     "embed_calls": ctx.embed_calls, "fallback": answer.fallback},
-        )  # fmt: skip
+            org_id,
+            session_id,
+            "assistant",
+            answer.content,
+            kind=kind,
+            message_id=answer_id,
+            sources=[s.model_dump() for s in answer.sources],
+            tool_steps=answer.tool_steps,
+            timings={
+                **answer.timings,
+                "iterations": answer.iterations,
+                "embed_calls": ctx.embed_calls,
+                "fallback": answer.fallback,
+            },
+        )
         if stored is None:  # the session was deleted while the question was answered
             raise SessionNotFound(session_id)
         yield {"type": "done", "message": stored}
@@ -175,9 +205,13 @@ class ChatService:
             await asyncio.sleep(_POLL_S)
 
     async def ask_kb(
-        self, org_id: str, question: str, *, session_id: str | None = None,
+        self,
+        org_id: str,
+        question: str,
+        *,
+        session_id: str | None = None,
         message_id: str | None = None,
-    ) -> dict[str, Any]:  # fmt: skip
+    ) -> dict[str, Any]:
         """A Q&A answer from the knowledge base; stored when asked within a Q&A session (a
         retry with the same `message_id` gets that answer, not a second one)."""
         store = self.services.store
@@ -199,27 +233,46 @@ class ChatService:
             return await self._kb_answer(org_id, question, session_id, history, answer_id)
 
     async def _kb_answer(
-        self, org_id: str, question: str, session_id: str | None, history: list[Message],
+        self,
+        org_id: str,
+        question: str,
+        session_id: str | None,
+        history: list[Message],
         answer_id: str | None,
-    ) -> dict[str, Any]:  # fmt: skip
+    ) -> dict[str, Any]:
         store = self.services.store
         ctx = ToolContext(
             org_id, self.services.embedder, self.services.retriever, self.services.analytics
         )
         config = self.agent.config
-        params = ModelParams(tool_choice="none", timeout_s=config.model_timeout_s,
-                             max_tokens=config.max_tokens)  # fmt: skip
-        answer = await answer_from_kb(self.agent.model, ctx, self.services.org_names.get(org_id, org_id),
-                                      history, question, params=params)  # fmt: skip
+        params = ModelParams(
+            tool_choice="none", timeout_s=config.model_timeout_s, max_tokens=config.max_tokens
+        )
+        answer = await answer_from_kb(
+            self.agent.model,
+            ctx,
+            self.services.org_names.get(org_id, org_id),
+            history,
+            question,
+            params=params,
+        )
         await store.add_usage(org_id, answer.tokens)
-        fields = {"sources": [s.model_dump() for s in answer.sources], "tool_steps": answer.tool_steps,
-                  "timings": answer.timings}  # fmt: skip
+        fields = {
+            "sources": [s.model_dump() for s in answer.sources],
+            "tool_steps": answer.tool_steps,
+            "timings": answer.timings,
+        }
         if session_id is None:
             return {"role": "assistant", "content": answer.content, **fields}
         stored = await store.add_message(
-            org_id, session_id, "assistant", answer.content, kind="qna", message_id=answer_id,
+            org_id,
+            session_id,
+            "assistant",
+            answer.content,
+            kind="qna",
+            message_id=answer_id,
             **fields,
-        )  # fmt: skip
+        )
         if stored is None:
             raise SessionNotFound(session_id)
         return stored

@@ -109,9 +109,13 @@ class Indexer:
             with self.index_store.lock(org_id, "org_context"):
                 self.lake.write(org_id, "documents", [records], mode="upsert")
                 meta = add_to_index(
-                    self.index_store, org_id, "org_context", [r["id"] for r in records], vectors,
+                    self.index_store,
+                    org_id,
+                    "org_context",
+                    [r["id"] for r in records],
+                    vectors,
                     model=self.settings.embedder.model,
-                )  # fmt: skip
+                )
             return meta.version
 
         version = await asyncio.to_thread(work)
@@ -162,22 +166,36 @@ class Indexer:
                         await self.store.update_job_run(org_id, job_id, detail=notes[-1])
                 step = f"{collection}: building the index"
                 meta = await asyncio.to_thread(
-                    build_index, self.lake, self.index_store, self.embed, org_id, collection,
-                    model=self.settings.embedder.model, on_progress=progress,
-                    source_records=records, extra=extra,
-                )  # fmt: skip
+                    build_index,
+                    self.lake,
+                    self.index_store,
+                    self.embed,
+                    org_id,
+                    collection,
+                    model=self.settings.embedder.model,
+                    on_progress=progress,
+                    source_records=records,
+                    extra=extra,
+                )
                 done += meta.count
                 await self.store.update_job_run(org_id, job_id, rows_done=done)
                 await self.store.record_index_version(
-                    org_id, collection, meta.version, kind=meta.kind, row_count=meta.count,
+                    org_id,
+                    collection,
+                    meta.version,
+                    kind=meta.kind,
+                    row_count=meta.count,
                     model=meta.model,
-                )  # fmt: skip
+                )
             if self.notify:
                 await self.notify()
             await self.store.update_job_run(
-                org_id, job_id, state="succeeded", rows_total=done,
+                org_id,
+                job_id,
+                state="succeeded",
+                rows_total=done,
                 detail="; ".join(["done", *notes])[:1000],
-            )  # fmt: skip
+            )
         except Exception as exc:
             log.exception("reindex %s failed", job_id)
             await self.store.update_job_run(
@@ -197,8 +215,13 @@ class Indexer:
 
             next_run = croniter(cron, self.clock()).get_next(datetime).isoformat()
         last = self.last_runs.get(org_id) or {}
-        return {"organization_id": org_id, "cron": cron, "next_run": next_run,
-                "last_run": last.get("at"), "last_job_id": last.get("job_id")}  # fmt: skip
+        return {
+            "organization_id": org_id,
+            "cron": cron,
+            "next_run": next_run,
+            "last_run": last.get("at"),
+            "last_job_id": last.get("job_id"),
+        }
 
     def due(self, now: datetime, since: datetime) -> list[str]:
         """Orgs whose cron fired in (since, now]."""
@@ -221,8 +244,12 @@ class Indexer:
                 self.log.exception("scheduled reindex of %s could not be submitted", org_id)
                 continue
             if job.get("already_running"):
-                self.log.info("scheduled reindex of %s skipped: job %s is still %s", org_id,
-                         job["id"], job["state"])  # fmt: skip
+                self.log.info(
+                    "scheduled reindex of %s skipped: job %s is still %s",
+                    org_id,
+                    job["id"],
+                    job["state"],
+                )
                 continue
             self.last_runs[org_id] = {"at": now.isoformat(), "job_id": job["id"]}
             self.log.info("scheduled reindex of %s submitted as %s", org_id, job["id"])

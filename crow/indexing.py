@@ -176,8 +176,10 @@ def _catch_up(collection: str, built: _Built, target: Snapshot, embed_rows: Embe
     same, embedded where the row is new or changed; rows `target` lacks are dropped."""
     if built.digests is None:
         built.digests = _digests(collection, built.table)
-    have = {i: (d, pos) for pos, (i, d) in enumerate(zip(built.table["id"].to_pylist(),
-                                                          built.digests, strict=True))}  # fmt: skip
+    have = {
+        i: (d, pos)
+        for pos, (i, d) in enumerate(zip(built.table["id"].to_pylist(), built.digests, strict=True))
+    }
     digests = _digests(collection, target.table)
     ids = target.table["id"].to_pylist()
     reuse, todo = [], []
@@ -257,11 +259,20 @@ def build_index(
     rows = embed_rows_with(embed, collection, batch_size=batch_size, on_progress=on_progress)
     vectors = rows(target.table) if target.table.num_rows else None
     return publish_full_build(
-        lake, store, org_id, collection, target.fingerprint, target.table, vectors,
-        embed_rows_with(embed, collection, batch_size=batch_size), model=model,
-        dim=lambda: int(embed(["dimension probe"]).shape[1]), params=params,
-        source=source, extra=extra,
-    )  # fmt: skip
+        lake,
+        store,
+        org_id,
+        collection,
+        target.fingerprint,
+        target.table,
+        vectors,
+        embed_rows_with(embed, collection, batch_size=batch_size),
+        model=model,
+        dim=lambda: int(embed(["dimension probe"]).shape[1]),
+        params=params,
+        source=source,
+        extra=extra,
+    )
 
 
 def publish_full_build(
@@ -300,8 +311,9 @@ def publish_full_build(
             index = _index_of(built, dim, params)
         # Staged under the lock: no other writer's prune takes it for an abandoned one.
         staging = store.new_version(org_id, collection)
-        meta = store.write(staging, index, model=model, source_rows=built.table.num_rows,
-                           extra=extra)  # fmt: skip
+        meta = store.write(
+            staging, index, model=model, source_rows=built.table.num_rows, extra=extra
+        )
         if source is None:
             store.publish(org_id, collection, meta.version)
             return meta

@@ -212,13 +212,18 @@ def _git(*args: str, cwd: Path | None = None, scheme: str = "https") -> str:
     the `scheme` protocol allowed."""
     command = [
         "git",
-        "-c", "protocol.allow=never",
-        "-c", f"protocol.{scheme}.allow=always",
-        "-c", "core.hooksPath=/dev/null",
-        "-c", "submodule.recurse=false",
-        "-c", "core.fsmonitor=false",
+        "-c",
+        "protocol.allow=never",
+        "-c",
+        f"protocol.{scheme}.allow=always",
+        "-c",
+        "core.hooksPath=/dev/null",
+        "-c",
+        "submodule.recurse=false",
+        "-c",
+        "core.fsmonitor=false",
         *args,
-    ]  # fmt: skip
+    ]
     env = {
         **os.environ,
         "GIT_TERMINAL_PROMPT": "0",  # a missing credential fails, never waits for a prompt
@@ -226,9 +231,15 @@ def _git(*args: str, cwd: Path | None = None, scheme: str = "https") -> str:
         "GIT_PROTOCOL_FROM_USER": "0",
     }
     proc = subprocess.Popen(
-        command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True, start_new_session=True,
-    )  # fmt: skip
+        command,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         out, err = proc.communicate(timeout=GIT_TIMEOUT_S)
     except subprocess.TimeoutExpired:
@@ -256,8 +267,19 @@ def read_git(location: str, *, ref: str | None = None) -> LoadedSource:
     with tempfile.TemporaryDirectory(prefix="crow-kb-") as tmp:
         checkout = Path(tmp) / "repo"
         branch = ["--branch", ref] if ref else []
-        _git("clone", "--quiet", "--depth", "1", "--no-recurse-submodules", "--template=",
-             *branch, "--", location, str(checkout), scheme=scheme)  # fmt: skip
+        _git(
+            "clone",
+            "--quiet",
+            "--depth",
+            "1",
+            "--no-recurse-submodules",
+            "--template=",
+            *branch,
+            "--",
+            location,
+            str(checkout),
+            scheme=scheme,
+        )
         revision = _git("rev-parse", "HEAD", cwd=checkout, scheme=scheme)
         committed = datetime.fromisoformat(
             _git("log", "-1", "--format=%cI", cwd=checkout, scheme=scheme)

@@ -24,22 +24,36 @@ class MetricDef:
 METRICS: dict[str, MetricDef] = {
     m.name: m
     for m in (
-        MetricDef("crow_http_requests_total", "counter", "HTTP requests", ("route", "method", "status")),
-        MetricDef("crow_http_request_seconds", "histogram", "HTTP request latency", ("route", "method")),
-        MetricDef("crow_agent_iterations", "histogram", "Model calls per answer", (),
-                  (1, 2, 3, 4, 5, 6)),
-        MetricDef("crow_agent_fallbacks_total", "counter", "Plain fallback calls taken", ("reason",)),
+        MetricDef(
+            "crow_http_requests_total", "counter", "HTTP requests", ("route", "method", "status")
+        ),
+        MetricDef(
+            "crow_http_request_seconds", "histogram", "HTTP request latency", ("route", "method")
+        ),
+        MetricDef(
+            "crow_agent_iterations", "histogram", "Model calls per answer", (), (1, 2, 3, 4, 5, 6)
+        ),
+        MetricDef(
+            "crow_agent_fallbacks_total", "counter", "Plain fallback calls taken", ("reason",)
+        ),
         MetricDef("crow_tool_calls_total", "counter", "Tool calls", ("tool", "ok")),
         MetricDef("crow_tool_seconds", "histogram", "Tool call latency", ("tool",)),
         MetricDef("crow_llm_prompt_tokens_total", "counter", "LLM prompt tokens", ()),
         MetricDef("crow_llm_completion_tokens_total", "counter", "LLM completion tokens", ()),
         MetricDef("crow_llm_first_token_seconds", "histogram", "LLM time to first token", ()),
         MetricDef("crow_llm_cache_total", "counter", "LLM response cache lookups", ("result",)),
-        MetricDef("crow_reindex_rows_total", "counter", "Rows embedded by reindex jobs", ("collection",)),
-        MetricDef("crow_reindex_seconds", "histogram", "Reindex duration per collection", ("collection",),
-                  (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600)),
+        MetricDef(
+            "crow_reindex_rows_total", "counter", "Rows embedded by reindex jobs", ("collection",)
+        ),
+        MetricDef(
+            "crow_reindex_seconds",
+            "histogram",
+            "Reindex duration per collection",
+            ("collection",),
+            (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600),
+        ),
     )
-}  # fmt: skip
+}
 
 
 class Metrics(Protocol):

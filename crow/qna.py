@@ -23,24 +23,47 @@ QNA_PROMPT = (
 
 
 async def answer_from_kb(
-    model: ChatModel, ctx: ToolContext, org_name: str, history: list[Message], question: str,
-    *, top_k: int = 4, params: ModelParams | None = None,
-) -> AgentAnswer:  # fmt: skip
+    model: ChatModel,
+    ctx: ToolContext,
+    org_name: str,
+    history: list[Message],
+    question: str,
+    *,
+    top_k: int = 4,
+    params: ModelParams | None = None,
+) -> AgentAnswer:
     started = time.perf_counter()
     found = await search_org_context(OrgContextArgs(query=question, limit=top_k), ctx)
     tools_s = time.perf_counter() - started
     docs = "\n\n".join(
         f"## {d['title']} ({d['type']})\n{d['text']}" for d in found.content["documents"]
     )
-    messages = [Message.system(QNA_PROMPT.format(org=org_name, documents=docs or "(none found)")),
-                *history, Message.user(question)]  # fmt: skip
+    messages = [
+        Message.system(QNA_PROMPT.format(org=org_name, documents=docs or "(none found)")),
+        *history,
+        Message.user(question),
+    ]
     turn = await model.request(messages, [], params or ModelParams(tool_choice="none"))
     sources = select_sources(turn.text, found.sources)
-    step = {"id": "kb", "name": "search_org_context", "arguments": {"query": question, "limit": top_k},
-            "ok": True, "error": None, "results": len(found.sources), "ms": round(tools_s * 1000, 1)}  # fmt: skip
+    step = {
+        "id": "kb",
+        "name": "search_org_context",
+        "arguments": {"query": question, "limit": top_k},
+        "ok": True,
+        "error": None,
+        "results": len(found.sources),
+        "ms": round(tools_s * 1000, 1),
+    }
     total = time.perf_counter() - started
     return AgentAnswer(
-        content=with_footnotes(turn.text, sources), sources=sources, tool_steps=[step],
-        timings={"model_s": round(total - tools_s, 3), "tools_s": round(tools_s, 3), "total_s": round(total, 3)},
-        iterations=1, tokens=turn.usage.total,
-    )  # fmt: skip
+        content=with_footnotes(turn.text, sources),
+        sources=sources,
+        tool_steps=[step],
+        timings={
+            "model_s": round(total - tools_s, 3),
+            "tools_s": round(tools_s, 3),
+            "total_s": round(total, 3),
+        },
+        iterations=1,
+        tokens=turn.usage.total,
+    )

@@ -150,11 +150,23 @@ class VLLMSettings(_Section):
     @field_validator("engine_kwargs")
     @classmethod
     def _not_set_twice(cls, value: dict[str, Any]) -> dict[str, Any]:
-        owned = {"model": "model_source", "served_model_name": "(llm.model)",
-                 "enable_auto_tool_choice": "tool_call_parser",
-                 **{k: k for k in ("tensor_parallel_size", "pipeline_parallel_size", "quantization",
-                                   "max_model_len", "gpu_memory_utilization", "tool_call_parser",
-                                   "chat_template")}}  # fmt: skip
+        owned = {
+            "model": "model_source",
+            "served_model_name": "(llm.model)",
+            "enable_auto_tool_choice": "tool_call_parser",
+            **{
+                k: k
+                for k in (
+                    "tensor_parallel_size",
+                    "pipeline_parallel_size",
+                    "quantization",
+                    "max_model_len",
+                    "gpu_memory_utilization",
+                    "tool_call_parser",
+                    "chat_template",
+                )
+            },
+        }
         if clash := sorted(set(value) & set(owned)):
             raise ValueError(f"engine_kwargs {clash}: set {[owned[k] for k in clash]} instead")
         return value

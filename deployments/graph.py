@@ -39,9 +39,13 @@ def build_app(args: dict[str, Any]) -> Application:
     analytics = AnalyticsDeployment.bind(settings)
     llm = llm_deployment(AppSettings.from_args(settings), settings)
     orchestrator = OrchestratorDeployment.bind(
-        settings, chat_store=chat_store, llm=llm, embedder=embedder, retriever=retriever,
+        settings,
+        chat_store=chat_store,
+        llm=llm,
+        embedder=embedder,
+        retriever=retriever,
         analytics=analytics,
-    )  # fmt: skip
+    )
     return Ingress.bind(
         settings,
         chat_store=chat_store,

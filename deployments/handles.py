@@ -32,15 +32,19 @@ class HandleChatModel:
         self._handle = handle
 
     async def request(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec] = (),
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec] = (),
         params: ModelParams | None = None,
-    ) -> AssistantTurn:  # fmt: skip
+    ) -> AssistantTurn:
         return await self._handle.request.remote(list(messages), list(tools), params)
 
     async def stream(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec] = (),
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec] = (),
         params: ModelParams | None = None,
-    ) -> AsyncIterator[StreamEvent]:  # fmt: skip
+    ) -> AsyncIterator[StreamEvent]:
         async for event in self._handle.options(stream=True).stream.remote(
             list(messages), list(tools), params
         ):

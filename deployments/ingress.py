@@ -50,13 +50,21 @@ class Ingress:
         self.llm = chat_model_for(llm, app_settings)
 
     def __serve_build_asgi_app__(self) -> FastAPI:
-        app = create_app(self.services, chat_model=self.llm, extra_errors={
-            # A deployment's queue is full (max_queued_requests): say so at once, don't hang.
-            BackPressureError: ApiError(503, "overloaded", "the assistant is busy; retry in a few seconds"),
-            # A replica died under the request (Serve is starting a new one). A retry with the
-            # same message_id is safe: the question is stored and answered once.
-            RayActorError: ApiError(503, "unavailable", "a part of the assistant restarted; retry in a few seconds"),
-        })  # fmt: skip
+        app = create_app(
+            self.services,
+            chat_model=self.llm,
+            extra_errors={
+                # A deployment's queue is full (max_queued_requests): say so at once, don't hang.
+                BackPressureError: ApiError(
+                    503, "overloaded", "the assistant is busy; retry in a few seconds"
+                ),
+                # A replica died under the request (Serve is starting a new one). A retry with the
+                # same message_id is safe: the question is stored and answered once.
+                RayActorError: ApiError(
+                    503, "unavailable", "a part of the assistant restarted; retry in a few seconds"
+                ),
+            },
+        )
         return app
 
     async def check_health(self) -> None:

@@ -27,13 +27,17 @@ def make_chat_model(llm: LLMSettings, settings: AppSettings) -> ChatModel:
 
         model = LocalChatModel(
             LocalModelConfig(
-                cache_dir=settings.model_cache_dir, model=llm.model, threads=llm.threads,
+                cache_dir=settings.model_cache_dir,
+                model=llm.model,
+                threads=llm.threads,
                 batch_threads=llm.batch_threads,
-                slots=llm.slots, max_prompt_tokens=llm.max_prompt_tokens,
-                max_tokens=llm.max_tokens, batch_tokens=llm.batch_tokens,
+                slots=llm.slots,
+                max_prompt_tokens=llm.max_prompt_tokens,
+                max_tokens=llm.max_tokens,
+                batch_tokens=llm.batch_tokens,
                 max_waiting=llm.max_waiting,
             )
-        )  # fmt: skip
+        )
         model.load()
         return model
     if llm.backend == "openai":
@@ -73,9 +77,13 @@ class LLMDeployment:
             self.metrics.observe("crow_llm_first_token_seconds", stats.first_token_s)
 
     async def request(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec] = (),
-        params: ModelParams | None = None, *, use_cache: bool = True,
-    ) -> AssistantTurn:  # fmt: skip
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec] = (),
+        params: ModelParams | None = None,
+        *,
+        use_cache: bool = True,
+    ) -> AssistantTurn:
         params = params or ModelParams()
         key = ResponseCache.key(self.name, messages, tools, params) if use_cache else None
         if (cached := self.cache.get(key)) is not None:
@@ -87,9 +95,13 @@ class LLMDeployment:
         return turn
 
     async def stream(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec] = (),
-        params: ModelParams | None = None, *, use_cache: bool = True,
-    ) -> AsyncIterator[StreamEvent]:  # fmt: skip
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec] = (),
+        params: ModelParams | None = None,
+        *,
+        use_cache: bool = True,
+    ) -> AsyncIterator[StreamEvent]:
         params = params or ModelParams()
         key = ResponseCache.key(self.name, messages, tools, params) if use_cache else None
         cached = self.cache.get(key)

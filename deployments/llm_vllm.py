@@ -114,9 +114,11 @@ class VLLMHandleChatModel:
         self._model = model
 
     async def request(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec] = (),
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec] = (),
         params: ModelParams | None = None,
-    ) -> AssistantTurn:  # fmt: skip
+    ) -> AssistantTurn:
         params = params or ModelParams()
         body = self._body(messages, tools, params, stream=False)
         final = None
@@ -127,17 +129,23 @@ class VLLMHandleChatModel:
         return turn_from_completion(final, tools, params)
 
     def stream(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec] = (),
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec] = (),
         params: ModelParams | None = None,
-    ) -> AsyncIterator[StreamEvent]:  # fmt: skip
+    ) -> AsyncIterator[StreamEvent]:
         params = params or ModelParams()
         body = self._body(messages, tools, params, stream=True)
         return events_from_chunks(self._payloads(body, params), tools, params)
 
     def _body(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec], params: ModelParams,
-        *, stream: bool,
-    ) -> dict[str, Any]:  # fmt: skip
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        params: ModelParams,
+        *,
+        stream: bool,
+    ) -> dict[str, Any]:
         body = request_body(self._model, messages, tools, params, stream=stream)
         body["messages"] = one_call_per_message(body["messages"])
         return body
@@ -185,8 +193,13 @@ def one_call_per_message(messages: list[dict[str, Any]]) -> list[dict[str, Any]]
             results.append(messages[i])
             i += 1
         for n, call in enumerate(calls):
-            out.append({**message, "content": message.get("content") if n == 0 else None,
-                        "tool_calls": [call]})  # fmt: skip
+            out.append(
+                {
+                    **message,
+                    "content": message.get("content") if n == 0 else None,
+                    "tool_calls": [call],
+                }
+            )
             out += [r for r in results if r.get("tool_call_id") == call.get("id")]
         ids = {call.get("id") for call in calls}
         out += [r for r in results if r.get("tool_call_id") not in ids]

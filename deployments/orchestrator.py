@@ -19,15 +19,23 @@ from deployments.metrics import RayMetrics
 @serve.deployment(name="Orchestrator", max_ongoing_requests=64, ray_actor_options={"num_cpus": 0})
 class OrchestratorDeployment(ChatService):
     def __init__(
-        self, settings: dict[str, Any], *, chat_store: DeploymentHandle, llm: DeploymentHandle,
-        embedder: DeploymentHandle, retriever: DeploymentHandle, analytics: DeploymentHandle,
-    ) -> None:  # fmt: skip
+        self,
+        settings: dict[str, Any],
+        *,
+        chat_store: DeploymentHandle,
+        llm: DeploymentHandle,
+        embedder: DeploymentHandle,
+        retriever: DeploymentHandle,
+        analytics: DeploymentHandle,
+    ) -> None:
         s = AppSettings.from_args(settings)
         services = ChatServices(
-            store=HandleProxy(chat_store), embedder=HandleProxy(embedder),
-            retriever=HandleProxy(retriever), analytics=HandleProxy(analytics),
+            store=HandleProxy(chat_store),
+            embedder=HandleProxy(embedder),
+            retriever=HandleProxy(retriever),
+            analytics=HandleProxy(analytics),
             org_names={o["id"]: o["name"] for o in DataLake(s.data_dir).list_orgs()},
-        )  # fmt: skip
+        )
         agent = Agent(chat_model_for(llm, s), AgentConfig.from_settings(s))
         super().__init__(
             services, agent, history_messages=s.limits.history_messages, metrics=RayMetrics()

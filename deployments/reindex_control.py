@@ -52,8 +52,17 @@ class ReindexControlDeployment(Indexer):
         return self._client
 
     async def _start(self, org_id: str, job_id: str, collections: list[str], full: bool) -> None:
-        command = [sys.executable, "-m", "jobs.reindex", "--org", org_id, "--job-id", job_id,
-                   "--config", "env"]  # fmt: skip
+        command = [
+            sys.executable,
+            "-m",
+            "jobs.reindex",
+            "--org",
+            org_id,
+            "--job-id",
+            job_id,
+            "--config",
+            "env",
+        ]
         for collection in collections:
             command += ["--collection", collection]
         if not full:
@@ -100,8 +109,15 @@ class ReindexControlDeployment(Indexer):
                 "pending",
                 "running",
             }:
-                log.info("%s reindex %s: %s rows %s/%s (%s)", org_id, job["id"], job["state"],
-                         job["rows_done"], job["rows_total"], job["detail"])  # fmt: skip
+                log.info(
+                    "%s reindex %s: %s rows %s/%s (%s)",
+                    org_id,
+                    job["id"],
+                    job["state"],
+                    job["rows_done"],
+                    job["rows_total"],
+                    job["detail"],
+                )
                 await asyncio.sleep(5)
             log.info("%s reindex %s %s", org_id, job["id"], job["state"])
 

@@ -74,9 +74,11 @@ def _tool_sets(expect: list[Any]) -> list[list[str]]:
 
 
 def grade(
-    question: dict[str, Any], answer: Any, summary_total: int | None,
+    question: dict[str, Any],
+    answer: Any,
+    summary_total: int | None,
     truth_rows: list[list[Any]] | None = None,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     called = sorted({s["name"] for s in answer.tool_steps})
     options = _tool_sets(question["expect_tools"])
     expected = called if called in options else options[0]
@@ -92,16 +94,27 @@ def grade(
     if (truth := question.get("truth")) is not None:
         correct = error is None and truths.judge(truth, truth_rows, answer)
     return {
-        "id": question["id"], "kind": question["kind"], "query": question["query"],
-        "expected": expected, "called": called, "tools_ok": called == expected and error is None,
-        "grounded": grounded, "correct": correct, "error": error, "footnotes": len(notes),
+        "id": question["id"],
+        "kind": question["kind"],
+        "query": question["query"],
+        "expected": expected,
+        "called": called,
+        "tools_ok": called == expected and error is None,
+        "grounded": grounded,
+        "correct": correct,
+        "error": error,
+        "footnotes": len(notes),
         "invalid_footnotes": len(notes) - len(returned) if len(notes) > len(returned) else 0,
-        "fallback": answer.fallback, "latency_s": answer.timings["total_s"],
-        "model_s": answer.timings.get("model_s"), "route_s": answer.timings.get("route_s"),
+        "fallback": answer.fallback,
+        "latency_s": answer.timings["total_s"],
+        "model_s": answer.timings.get("model_s"),
+        "route_s": answer.timings.get("route_s"),
         "answer": answer.content[:500],
-        "steps": [{k: s.get(k) for k in ("name", "arguments", "results", "error")}
-                  for s in answer.tool_steps],
-    }  # fmt: skip
+        "steps": [
+            {k: s.get(k) for k in ("name", "arguments", "results", "error")}
+            for s in answer.tool_steps
+        ],
+    }
 
 
 def _median(values: Any) -> float | None:
@@ -173,15 +186,20 @@ class EvalEnv:
     def context(self) -> ToolContext:
         """A fresh per-question tool context, as the chat service builds one per request."""
         return ToolContext(
-            self.org_id, ThreadProxy(self.embedder), ThreadProxy(self.search),
+            self.org_id,
+            ThreadProxy(self.embedder),
+            ThreadProxy(self.search),
             ThreadProxy(self.analytics),
-        )  # fmt: skip
+        )
 
 
 def prepare(
-    settings: AppSettings, org_id: str, *, embedder: Any,
+    settings: AppSettings,
+    org_id: str,
+    *,
+    embedder: Any,
     answer_timeout_s: float = ANSWER_TIMEOUT_S,
-) -> EvalEnv:  # fmt: skip
+) -> EvalEnv:
     """The org's services, its missing indexes built first (in this process)."""
     lake = DataLake(settings.data_dir)
     index_store = IndexStore(settings.index_dir)
@@ -191,8 +209,14 @@ def prepare(
                 lake, index_store, embedder.embed, org_id, collection, model=settings.embedder.model
             )
     org_name = next((o["name"] for o in lake.list_orgs() if o["id"] == org_id), org_id)
-    return EvalEnv(org_id, org_name, embedder, SearchService(lake, index_store), Analytics(lake),
-                   answer_timeout_s)  # fmt: skip
+    return EvalEnv(
+        org_id,
+        org_name,
+        embedder,
+        SearchService(lake, index_store),
+        Analytics(lake),
+        answer_timeout_s,
+    )
 
 
 def crow_agent(model: ChatModel, settings: AppSettings) -> Agent:
@@ -244,13 +268,19 @@ async def _ask(
 
 
 def prepare_all(
-    settings: AppSettings, questions: list[dict[str, Any]], default_org: str, *, embedder: Any,
+    settings: AppSettings,
+    questions: list[dict[str, Any]],
+    default_org: str,
+    *,
+    embedder: Any,
     answer_timeout_s: float = ANSWER_TIMEOUT_S,
-) -> dict[str, EvalEnv]:  # fmt: skip
+) -> dict[str, EvalEnv]:
     """An environment for every organization the questions ask about."""
     orgs = dict.fromkeys(q.get("org", default_org) for q in questions)
-    return {org: prepare(settings, org, embedder=embedder, answer_timeout_s=answer_timeout_s)
-            for org in orgs}  # fmt: skip
+    return {
+        org: prepare(settings, org, embedder=embedder, answer_timeout_s=answer_timeout_s)
+        for org in orgs
+    }
 
 
 async def _summary_figures(answer: Any, ctx: ToolContext) -> set[int]:
@@ -271,16 +301,25 @@ def progress_line(n: int, total: int, row: dict[str, Any], label: str = "") -> s
     mark = "ok " if row["tools_ok"] else "MISS"
     mark += {True: " right", False: " WRONG", None: ""}[row.get("correct")]
     error = f" !! {row['error'][:80]}" if row.get("error") else ""
-    return (f"[{n}/{total}] {label}{mark} {row['kind']:<8} {row['latency_s']:6.1f}s "
-            f"{row['query'][:50]!r} -> {row['called']}{error}")  # fmt: skip
+    return (
+        f"[{n}/{total}] {label}{mark} {row['kind']:<8} {row['latency_s']:6.1f}s "
+        f"{row['query'][:50]!r} -> {row['called']}{error}"
+    )
 
 
 async def evaluate(
-    model: ChatModel, questions: list[dict[str, Any]], settings: AppSettings, org_id: str,
-    *, embedder: Any, progress: bool = True, answer_timeout_s: float = ANSWER_TIMEOUT_S,
-) -> dict[str, Any]:  # fmt: skip
-    envs = prepare_all(settings, questions, org_id, embedder=embedder,
-                       answer_timeout_s=answer_timeout_s)  # fmt: skip
+    model: ChatModel,
+    questions: list[dict[str, Any]],
+    settings: AppSettings,
+    org_id: str,
+    *,
+    embedder: Any,
+    progress: bool = True,
+    answer_timeout_s: float = ANSWER_TIMEOUT_S,
+) -> dict[str, Any]:
+    envs = prepare_all(
+        settings, questions, org_id, embedder=embedder, answer_timeout_s=answer_timeout_s
+    )
     agent = crow_agent(model, settings)
     rows = []
     with tqdm(total=len(questions), desc="eval", unit="question", disable=not progress) as bar:
@@ -316,16 +355,25 @@ COLUMNS = (  # header, summary key, format: the report's columns, one agent or s
 def summary_table(summary: dict[str, Any]) -> str:
     rows = [["kind", "n", *(h for h, _, _ in COLUMNS)]]
     for kind, s in summary.items():
-        rows.append([kind, str(s["n"]),
-                     *("-" if s[key] is None else fmt.format(s[key]) for _, key, fmt in COLUMNS)])  # fmt: skip
+        rows.append(
+            [
+                kind,
+                str(s["n"]),
+                *("-" if s[key] is None else fmt.format(s[key]) for _, key, fmt in COLUMNS),
+            ]
+        )
     return aligned(rows)
 
 
 def aligned(rows: list[list[str]]) -> str:
     """Rows as text columns: the first left-aligned, the others right-aligned."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in
-                               enumerate(zip(r, widths, strict=True))) for r in rows)  # fmt: skip
+    return "\n".join(
+        "  ".join(
+            c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))
+        )
+        for r in rows
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -337,11 +385,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", default="serve_config.yaml", help=CONFIG_HELP)
     parser.add_argument("--out", type=Path, default=Path("var/eval/results.json"))
     parser.add_argument("--limit", type=int, default=None)
-    parser.add_argument("--answer-timeout", type=float, default=ANSWER_TIMEOUT_S,
-                        help="seconds an agent gets per question; slower counts as no answer")  # fmt: skip
-    parser.add_argument("--llm-url", default=None,
-                        help="evaluate the model an app serves: its OpenAI-compatible base URL "
-                             "(e.g. http://HOST:8000/v1); the model name comes from --config")  # fmt: skip
+    parser.add_argument(
+        "--answer-timeout",
+        type=float,
+        default=ANSWER_TIMEOUT_S,
+        help="seconds an agent gets per question; slower counts as no answer",
+    )
+    parser.add_argument(
+        "--llm-url",
+        default=None,
+        help="evaluate the model an app serves: its OpenAI-compatible base URL "
+        "(e.g. http://HOST:8000/v1); the model name comes from --config",
+    )
     return parser
 
 
@@ -361,12 +416,23 @@ def configured(
 
 
 def evaluate_ask_crow(
-    args: argparse.Namespace, settings: AppSettings, questions: list[dict[str, Any]],
-    model: ChatModel, embedder: Any,
-) -> tuple[dict[str, Any], str]:  # fmt: skip
+    args: argparse.Namespace,
+    settings: AppSettings,
+    questions: list[dict[str, Any]],
+    model: ChatModel,
+    embedder: Any,
+) -> tuple[dict[str, Any], str]:
     """Ask CROW alone on the questions: the result (naming its eval file) and its table."""
-    result = asyncio.run(evaluate(model, questions, settings, args.org, embedder=embedder,
-                                  answer_timeout_s=args.answer_timeout))  # fmt: skip
+    result = asyncio.run(
+        evaluate(
+            model,
+            questions,
+            settings,
+            args.org,
+            embedder=embedder,
+            answer_timeout_s=args.answer_timeout,
+        )
+    )
     result["eval_file"] = str(args.eval_file)
     return result, summary_table(result["summary"])
 

@@ -44,9 +44,15 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         fmt = detect_format(explicit=args.format, content_type=None, filename=args.file.name)
         written = ingest(
-            lake, args.org, args.collection, args.file.read_bytes(), fmt, mode=args.mode,
-            max_rows=settings.limits.max_ingest_rows, max_errors=settings.limits.max_row_errors,
-        )  # fmt: skip
+            lake,
+            args.org,
+            args.collection,
+            args.file.read_bytes(),
+            fmt,
+            mode=args.mode,
+            max_rows=settings.limits.max_ingest_rows,
+            max_errors=settings.limits.max_row_errors,
+        )
     except IngestRejected as exc:
         print(f"rejected: {exc}", file=sys.stderr)
         for err in exc.errors:

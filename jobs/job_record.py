@@ -21,9 +21,14 @@ FINAL_RETRY_S = 600.0
 
 class JobRecorder:
     def __init__(
-        self, settings: AppSettings, org_id: str, job_id: str, *, app: str = "crow",
+        self,
+        settings: AppSettings,
+        org_id: str,
+        job_id: str,
+        *,
+        app: str = "crow",
         store: StoreAccess | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.org_id, self.job_id = org_id, job_id
         self._store = store or StoreAccess(settings, app=app)
         self._fields: dict[str, Any] = {}  # progress not recorded yet
@@ -45,15 +50,22 @@ class JobRecorder:
             while self._versions:
                 collection, meta = self._versions[0]
                 self._store.call(
-                    "record_index_version", self.org_id, collection, meta.version,
-                    kind=meta.kind, row_count=meta.count, model=meta.model, retry_s=retry_s,
-                )  # fmt: skip
+                    "record_index_version",
+                    self.org_id,
+                    collection,
+                    meta.version,
+                    kind=meta.kind,
+                    row_count=meta.count,
+                    model=meta.model,
+                    retry_s=retry_s,
+                )
                 self._versions.pop(0)
             if self._fields:
                 fields, self._fields = self._fields, {}
                 try:
-                    self._store.call("update_job_run", self.org_id, self.job_id, retry_s=retry_s,
-                                     **fields)  # fmt: skip
+                    self._store.call(
+                        "update_job_run", self.org_id, self.job_id, retry_s=retry_s, **fields
+                    )
                 except Exception:
                     self._fields = {**fields, **self._fields}
                     raise

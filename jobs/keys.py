@@ -52,9 +52,12 @@ def demo_keys(settings: AppSettings, store: StoreAccess, url: str = DASHBOARD_UR
         f.write("".join(line + "\n" for line in lines))
     os.chmod(path, 0o600)
     return "\n".join(
-        ["Demo API keys (editor role; shown once, kept in " + str(path) + "):",
-         *(f"  {line}" for line in lines), "Open a link above, or paste a key into the dashboard."]
-    )  # fmt: skip
+        [
+            "Demo API keys (editor role; shown once, kept in " + str(path) + "):",
+            *(f"  {line}" for line in lines),
+            "Open a link above, or paste a key into the dashboard.",
+        ]
+    )
 
 
 def _expiry(value: str) -> datetime:
@@ -93,8 +96,9 @@ def main(argv: list[str] | None = None) -> int:
             if not DataLake(settings.data_dir).org_exists(args.org):
                 print(f"no organization {args.org!r} in {settings.data_dir}", file=sys.stderr)
                 return 2
-            record = store.call("create_api_key", args.org, args.role, name=args.name,
-                                expires_at=args.expires)  # fmt: skip
+            record = store.call(
+                "create_api_key", args.org, args.role, name=args.name, expires_at=args.expires
+            )
             print(
                 f"{record['id']}  {record['org_id']}  {record['role']}  expires {record['expires_at'] or 'never'}"
             )
@@ -104,14 +108,18 @@ def main(argv: list[str] | None = None) -> int:
                 state = (
                     "active" if key["active"] else ("revoked" if key["revoked_at"] else "expired")
                 )
-                print(f"{key['id']}  {key['org_id']}  {key['role']:<6}  {state:<7}  "
-                      f"{key['name'] or '-'}  created {key['created_at']}  expires {key['expires_at'] or 'never'}")  # fmt: skip
+                print(
+                    f"{key['id']}  {key['org_id']}  {key['role']:<6}  {state:<7}  "
+                    f"{key['name'] or '-'}  created {key['created_at']}  expires {key['expires_at'] or 'never'}"
+                )
         elif args.command == "revoke":
             if not store.call("revoke_api_key", args.key_id, org_id=args.org):
                 print(f"no active key {args.key_id!r}", file=sys.stderr)
                 return 1
-            print(f"revoked {args.key_id} (Ingress replicas stop accepting it within "
-                  f"{settings.auth.key_cache_s:g} s)")  # fmt: skip
+            print(
+                f"revoked {args.key_id} (Ingress replicas stop accepting it within "
+                f"{settings.auth.key_cache_s:g} s)"
+            )
         else:
             print(demo_keys(settings, store, args.url))
     finally:

@@ -75,17 +75,22 @@ def embed_with_ray(
     # Blocks of a few batches: the actor pool shares the work and progress moves per block.
     blocks = max(1, min(1000, rows // (cfg.batch_size * 4)))
     # Reading is I/O: a small CPU reservation keeps it schedulable next to the Serve replicas.
-    ds = ray.data.read_parquet(parquet, num_cpus=0.1).repartition(blocks).map_batches(
-        EmbedBatch,
-        fn_constructor_kwargs={
-            "embedder": settings.embedder.model_dump(), "collection": collection,
-        },
-        batch_size=cfg.batch_size,
-        batch_format="pyarrow",
-        compute=ray.data.ActorPoolStrategy(size=cfg.pool_size),
-        num_cpus=cfg.num_cpus,
-        num_gpus=float(cfg.num_gpus),  # a fraction: actors share a GPU (bge-m3 fp16 is ~1.1 GB)
-    )  # fmt: skip
+    ds = (
+        ray.data.read_parquet(parquet, num_cpus=0.1)
+        .repartition(blocks)
+        .map_batches(
+            EmbedBatch,
+            fn_constructor_kwargs={
+                "embedder": settings.embedder.model_dump(),
+                "collection": collection,
+            },
+            batch_size=cfg.batch_size,
+            batch_format="pyarrow",
+            compute=ray.data.ActorPoolStrategy(size=cfg.pool_size),
+            num_cpus=cfg.num_cpus,
+            num_gpus=float(cfg.num_gpus),  # a fraction: actors share a GPU (bge-m3 fp16 is ~1.1 GB)
+        )
+    )
     ids: list[str] = []
     vectors: list[np.ndarray] = []
     for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
@@ -125,20 +130,35 @@ def reindex_collection(
         # collections embed straight from the dataset's Parquet files.
         now = read_snapshot(lake, org_id, dataset)
         table = merge_source(now.table, source) if source is not None else now.table
-        recorder.update(state="running", rows_total=table.num_rows, rows_done=0,
-                        detail=f"{collection}: embedding {table.num_rows} rows")  # fmt: skip
+        recorder.update(
+            state="running",
+            rows_total=table.num_rows,
+            rows_done=0,
+            detail=f"{collection}: embedding {table.num_rows} rows",
+        )
 
         def embed_table(rows: pa.Table, paths: list[str] | None = None) -> np.ndarray:
-            return _embed_table(settings, collection, rows, paths, tmp_root,
-                                lambda n: recorder.update(rows_done=n))  # fmt: skip
+            return _embed_table(
+                settings, collection, rows, paths, tmp_root, lambda n: recorder.update(rows_done=n)
+            )
 
         direct = list(now.fingerprint) if source is None and dataset != "documents" else None
         vectors = embed_table(table, direct) if table.num_rows else None
         meta = publish_full_build(
-            lake, store, org_id, collection, now.fingerprint, table, vectors, embed_table,
-            model=model, dim=lambda: embedding_dim(settings.embedder, indexed), params=params,
-            source=source, extra=detail,
-        )  # fmt: skip
+            lake,
+            store,
+            org_id,
+            collection,
+            now.fingerprint,
+            table,
+            vectors,
+            embed_table,
+            model=model,
+            dim=lambda: embedding_dim(settings.embedder, indexed),
+            params=params,
+            source=source,
+            extra=detail,
+        )
         rows = table.num_rows
     else:
         table = lake.read_table(org_id, dataset)
@@ -149,13 +169,18 @@ def reindex_collection(
             indexed = set()
         todo = [i for i in data_ids if i not in indexed]
         remove = sorted(indexed - set(data_ids))
-        recorder.update(state="running", rows_total=len(todo), rows_done=0,
-                        detail=f"{collection}: embedding {len(todo)} rows")  # fmt: skip
+        recorder.update(
+            state="running",
+            rows_total=len(todo),
+            rows_done=0,
+            detail=f"{collection}: embedding {len(todo)} rows",
+        )
         ids, vectors = [], None
         if todo:
             subset = table.filter(pc.is_in(table["id"], value_set=pa.array(todo)))
-            vectors = _embed_table(settings, collection, subset, None, tmp_root,
-                                   lambda n: recorder.update(rows_done=n))  # fmt: skip
+            vectors = _embed_table(
+                settings, collection, subset, None, tmp_root, lambda n: recorder.update(rows_done=n)
+            )
             ids = subset["id"].to_pylist()
         if vectors is not None or remove:
             vecs = (
@@ -171,8 +196,13 @@ def reindex_collection(
         recorder.record_index(collection, meta)
     seconds = time.perf_counter() - started
     _record_metrics(collection, rows, seconds)
-    return {**detail, "rows": rows, "removed": len(remove), "seconds": round(seconds, 2),
-            "version": meta.version if meta else None}  # fmt: skip
+    return {
+        **detail,
+        "rows": rows,
+        "removed": len(remove),
+        "seconds": round(seconds, 2),
+        "version": meta.version if meta else None,
+    }
 
 
 def _embed_table(
@@ -266,8 +296,9 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
     parser.add_argument("--org", required=True)
-    parser.add_argument("--collection", choices=INDEX_COLLECTIONS, action="append",
-                        help="default: all four")  # fmt: skip
+    parser.add_argument(
+        "--collection", choices=INDEX_COLLECTIONS, action="append", help="default: all four"
+    )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--full", action="store_true", default=True)
     mode.add_argument("--incremental", action="store_true")
@@ -292,8 +323,9 @@ def main(argv: list[str] | None = None) -> int:
     done, notes = 0, ["done"]
     try:
         for collection in args.collection or INDEX_COLLECTIONS:
-            result = reindex_collection(settings, args.org, collection, full=not args.incremental,
-                                        recorder=recorder)  # fmt: skip
+            result = reindex_collection(
+                settings, args.org, collection, full=not args.incremental, recorder=recorder
+            )
             done += result["rows"]
             if "source_kind" in result:
                 notes.append(describe_source(result))
@@ -304,8 +336,10 @@ def main(argv: list[str] | None = None) -> int:
         recorder.update(state="succeeded", rows_done=done, detail="; ".join(notes)[:1000])
         return 0
     except BaseException as exc:
-        recorder.update(state="failed" if isinstance(exc, Exception) else "stopped",
-                        detail=f"{type(exc).__name__}: {exc}"[:1000])  # fmt: skip
+        recorder.update(
+            state="failed" if isinstance(exc, Exception) else "stopped",
+            detail=f"{type(exc).__name__}: {exc}"[:1000],
+        )
         raise
     finally:
         recorder.close()

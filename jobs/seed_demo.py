@@ -64,15 +64,28 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--end", type=date.fromisoformat, default=datetime.now(UTC).date(),
-                        help="last day covered (default: today, UTC)")  # fmt: skip
-    parser.add_argument("--org", choices=sorted(DEMO_ORGS), action="append",
-                        help="seed only this org (repeatable); default: all demo orgs")  # fmt: skip
-    parser.add_argument("--interactions", type=int, default=20_000,
-                        help="interactions per seeded org (1000000+ for benchmarks)")  # fmt: skip
+    parser.add_argument(
+        "--end",
+        type=date.fromisoformat,
+        default=datetime.now(UTC).date(),
+        help="last day covered (default: today, UTC)",
+    )
+    parser.add_argument(
+        "--org",
+        choices=sorted(DEMO_ORGS),
+        action="append",
+        help="seed only this org (repeatable); default: all demo orgs",
+    )
+    parser.add_argument(
+        "--interactions",
+        type=int,
+        default=20_000,
+        help="interactions per seeded org (1000000+ for benchmarks)",
+    )
     parser.add_argument("--data-root", type=Path, default=None)
-    parser.add_argument("--if-missing", action="store_true",
-                        help="do nothing for orgs that already exist")  # fmt: skip
+    parser.add_argument(
+        "--if-missing", action="store_true", help="do nothing for orgs that already exist"
+    )
     args = parser.parse_args(argv)
     lake = DataLake(args.data_root or AppSettings.from_args().data_dir)
     for org_id in args.org or sorted(DEMO_ORGS):

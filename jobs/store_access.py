@@ -30,9 +30,14 @@ class StoreAccess:
     """
 
     def __init__(
-        self, settings: AppSettings, *, app: str = "crow", connect: bool = False,
-        handle: Any = None, retry_s: float = 60.0,
-    ) -> None:  # fmt: skip
+        self,
+        settings: AppSettings,
+        *,
+        app: str = "crow",
+        connect: bool = False,
+        handle: Any = None,
+        retry_s: float = 60.0,
+    ) -> None:
         self.retry_s = retry_s
         self._joined = False
         self._store: ChatStore | None = None

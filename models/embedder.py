@@ -240,8 +240,15 @@ class SentenceTransformerEmbedder:
         if dim is None:
             raise ValueError(f"model {model!r} does not report an embedding dimension")
         self.dim: int = int(dim)
-        log.info("loaded embedder %s (%s, dim=%d, device=%s, %s, max_seq_length=%s)", model, path,
-                 self.dim, device, self.dtype, self.max_seq_length)  # fmt: skip
+        log.info(
+            "loaded embedder %s (%s, dim=%d, device=%s, %s, max_seq_length=%s)",
+            model,
+            path,
+            self.dim,
+            device,
+            self.dtype,
+            self.max_seq_length,
+        )
 
     @classmethod
     def from_settings(cls, cfg: EmbedderConfig) -> SentenceTransformerEmbedder:
@@ -250,10 +257,14 @@ class SentenceTransformerEmbedder:
         EmbeddingDimError where the model contradicts `cfg.dim`."""
         cpu = cfg.device == "cpu"
         embedder = cls(
-            cfg.model, device=cfg.device, fp16=cfg.fp16, batch_size=cfg.batch_size,
-            threads=(cfg.threads or os.cpu_count()) if cpu else None, dtype=cfg.dtype,
+            cfg.model,
+            device=cfg.device,
+            fp16=cfg.fp16,
+            batch_size=cfg.batch_size,
+            threads=(cfg.threads or os.cpu_count()) if cpu else None,
+            dtype=cfg.dtype,
             max_seq_length=cfg.max_seq_length,
-        )  # fmt: skip
+        )
         if cfg.dim is not None and embedder.dim != cfg.dim:
             raise EmbeddingDimError(
                 f"embedder.dim is {cfg.dim} but {cfg.model} produces {embedder.dim}-d vectors"

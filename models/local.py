@@ -234,13 +234,15 @@ class LocalChatModel:
             self._pending += 1
 
 
-def _hand_over(loop: asyncio.AbstractEventLoop, chunks: asyncio.Queue[str | None], item: str | None) -> None:  # fmt: skip
+def _hand_over(
+    loop: asyncio.AbstractEventLoop, chunks: asyncio.Queue[str | None], item: str | None
+) -> None:
     """Put a chunk on the event loop's queue from the worker thread (no-op once it closed)."""
     with contextlib.suppress(RuntimeError):
         loop.call_soon_threadsafe(chunks.put_nowait, item)
 
 
-async def _next(chunks: asyncio.Queue[str | None], deadline: float, timeout_s: float) -> str | None:  # fmt: skip
+async def _next(chunks: asyncio.Queue[str | None], deadline: float, timeout_s: float) -> str | None:
     try:
         return await asyncio.wait_for(chunks.get(), max(deadline - time.monotonic(), 0.0) + 0.5)
     except TimeoutError:

@@ -139,9 +139,13 @@ async def _unless_disconnected(request: Request, work: Awaitable[T], poll_s: flo
 
 
 async def _sse(
-    model: ChatModel, messages: Any, tools: Any, params: ModelParams, model_name: str,
+    model: ChatModel,
+    messages: Any,
+    tools: Any,
+    params: ModelParams,
+    model_name: str,
     on_turn: Callable[[AssistantTurn], Awaitable[None]] | None = None,
-) -> AsyncIterator[str]:  # fmt: skip
+) -> AsyncIterator[str]:
     chunk_id = new_chunk_id()
     yield _data(chunk(chunk_id, model_name, {"role": "assistant", "content": ""}))
     index = 0

@@ -201,8 +201,13 @@ def attempted_calls_to_wire(turn: AssistantTurn) -> tuple[str, list[dict[str, An
     for bad in turn.invalid_tool_calls:
         if bad.name:
             arguments = written_arguments(bad.raw)
-            calls.append({"id": bad.id, "type": "function",
-                          "function": {"name": bad.name, "arguments": arguments}})  # fmt: skip
+            calls.append(
+                {
+                    "id": bad.id,
+                    "type": "function",
+                    "function": {"name": bad.name, "arguments": arguments},
+                }
+            )
         else:
             text = _join(text, f"<tool_call>\n{bad.raw}\n</tool_call>")
     return text, calls

@@ -66,8 +66,9 @@ def serve_config_app(var: Path, factory: str | None, **args: Any) -> Iterator[st
         app["args"]["llm"] = {"backend": "custom", "factory": factory}
     app["args"].update(args)
     schema = ServeDeploySchema.model_validate(config)
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
-             namespace="serve")  # fmt: skip
+    ray.init(
+        address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, namespace="serve"
+    )
     try:
         client = serve_api.serve_start(
             http_options=schema.http_options.model_dump(), proxy_location=schema.proxy_location

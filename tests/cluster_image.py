@@ -64,6 +64,11 @@ def image() -> Image:
         elif word.upper() == "RUN":
             runs.append(rest)
     return Image(
-        base=froms[0], ray=m["ray"], python=f"{m['py']}.{m['pyminor']}",
-        cuda_major=int(m["cuda"]) // 10, workdir=workdir, copies=copies, run="\n".join(runs),
-    )  # fmt: skip
+        base=froms[0],
+        ray=m["ray"],
+        python=f"{m['py']}.{m['pyminor']}",
+        cuda_major=int(m["cuda"]) // 10,
+        workdir=workdir,
+        copies=copies,
+        run="\n".join(runs),
+    )

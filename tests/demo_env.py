@@ -33,8 +33,11 @@ class DemoEnv:
     analytics: Analytics
 
     def proxies(self) -> dict[str, ThreadProxy]:
-        return {"embedder": ThreadProxy(self.embedder), "retriever": ThreadProxy(self.search),
-                "analytics": ThreadProxy(self.analytics)}  # fmt: skip
+        return {
+            "embedder": ThreadProxy(self.embedder),
+            "retriever": ThreadProxy(self.search),
+            "analytics": ThreadProxy(self.analytics),
+        }
 
     def services(
         self, store: ChatStore, model: ChatModel, *, indexer: bool = False, **extra: Any
@@ -53,8 +56,14 @@ class DemoEnv:
             extra["indexer"] = Indexer(
                 self.settings, ThreadProxy(store), embed=self.embedder.embed, notify=notify
             )
-        return Services(settings=self.settings, lake=self.lake, store=ThreadProxy(store), chat=chat,
-                        **proxies, **extra)  # fmt: skip
+        return Services(
+            settings=self.settings,
+            lake=self.lake,
+            store=ThreadProxy(store),
+            chat=chat,
+            **proxies,
+            **extra,
+        )
 
 
 def build_demo_env(var: Path, *, interactions: int = 3000) -> DemoEnv:

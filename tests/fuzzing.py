@@ -22,8 +22,15 @@ from pathlib import Path
 from typing import Any
 
 # Fuzzing measures the API, not the limits: generous rates, no token quota.
-FUZZ_SETTINGS = {"quotas": {"chat_per_minute": 1e6, "chat_burst": 10**6, "search_per_minute": 1e6,
-                            "search_burst": 10**6, "daily_tokens": 0}}  # fmt: skip
+FUZZ_SETTINGS = {
+    "quotas": {
+        "chat_per_minute": 1e6,
+        "chat_burst": 10**6,
+        "search_per_minute": 1e6,
+        "search_burst": 10**6,
+        "daily_tokens": 0,
+    }
+}
 
 
 ORG = "acme-outdoor"
@@ -86,9 +93,14 @@ def fuzz(
 
 
 def _fuzz_operation(
-    operation: Any, headers: dict[str, str], examples: int, end: float, report: FuzzReport,
-    found: dict[tuple[str, ...], str], seed: int | None,
-) -> None:  # fmt: skip
+    operation: Any,
+    headers: dict[str, str],
+    examples: int,
+    end: float,
+    report: FuzzReport,
+    found: dict[tuple[str, ...], str],
+    seed: int | None,
+) -> None:
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as seeded
     from schemathesis.checks import (
@@ -100,9 +112,15 @@ def _fuzz_operation(
     checks = [not_a_server_error, status_code_conformance, response_schema_conformance]
     label = operation.label
 
-    @settings(max_examples=examples, deadline=None, derandomize=seed is None, database=None,
-              phases=[Phase.explicit, Phase.generate], print_blob=False,
-              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        derandomize=seed is None,
+        database=None,
+        phases=[Phase.explicit, Phase.generate],
+        print_blob=False,
+        suppress_health_check=list(HealthCheck),
+    )
     @given(case=operation.as_strategy())
     def run(case: Any) -> None:
         if time.monotonic() > end:
@@ -147,8 +165,10 @@ def main(argv: list[str] | None = None) -> int:
             {"examples_per_operation": args.examples, "seed": args.seed, **asdict(report)}, indent=2
         )
     )
-    print(f"{report.operations} operations, {report.requests} requests in {report.seconds} s: "
-          f"{len(report.failures)} failures; statuses {report.statuses} -> {args.out}")  # fmt: skip
+    print(
+        f"{report.operations} operations, {report.requests} requests in {report.seconds} s: "
+        f"{len(report.failures)} failures; statuses {report.statuses} -> {args.out}"
+    )
     for failure in report.failures:
         print("  " + failure)
     return 1 if report.failures else 0

@@ -13,8 +13,16 @@ from models.messages import AssistantTurn, Message, ModelParams, ToolCall, ToolS
 from models.testing import ScriptedChatModel
 from testing.local_app import APP_NAME, ROOT, free_port, serve_config_app, wait_until
 
-__all__ = ["APP_NAME", "ROOT", "api_keys", "free_port", "rule_model", "rule_model_slow", "serve_config_app",
-           "wait_until"]  # fmt: skip
+__all__ = [
+    "APP_NAME",
+    "ROOT",
+    "api_keys",
+    "free_port",
+    "rule_model",
+    "rule_model_slow",
+    "serve_config_app",
+    "wait_until",
+]
 
 
 def api_keys(var: Path, orgs: Sequence[str], role: str = "editor") -> dict[str, dict[str, str]]:
@@ -37,8 +45,10 @@ def _count_then_answer(
     if totals := [r["total_interactions"] for r in results if "total_interactions" in r]:
         return AssistantTurn(text=f"You have {totals[-1]:,} interactions.")
     if tools and "how many" in last.content.lower():
-        return AssistantTurn(tool_calls=(ToolCall(id="c1", name="get_interaction_summary", arguments={}),),
-                             finish_reason="tool_calls")  # fmt: skip
+        return AssistantTurn(
+            tool_calls=(ToolCall(id="c1", name="get_interaction_summary", arguments={}),),
+            finish_reason="tool_calls",
+        )
     return AssistantTurn(text="Hello! Ask me about your retail data.")
 
 

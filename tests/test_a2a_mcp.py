@@ -37,8 +37,13 @@ A, B = "acme-outdoor", "fresh-mart"
 NO_DATA = "zz-none"  # an org with a key but no data
 BAD_KEY = {"Authorization": "Bearer crow_not-a-real-key"}
 SKILLS = {"product-search", "interaction-analysis", "pattern-insights", "org-context"}
-TOOL_NAMES = {"get_interaction_summary", "search_products", "search_interactions",
-              "search_patterns", "search_org_context"}  # fmt: skip
+TOOL_NAMES = {
+    "get_interaction_summary",
+    "search_products",
+    "search_interactions",
+    "search_patterns",
+    "search_org_context",
+}
 
 
 @pytest.fixture(scope="module")
@@ -113,15 +118,20 @@ async def a2a_send(base: str, headers: dict, request: SendMessageRequest) -> lis
 
 def test_agent_card_is_served_at_both_well_known_paths(served):
     base = served.base
-    cards = [httpx.get(base + path).json()  # public: no key
-             for path in ("/.well-known/agent-card.json", "/.well-known/agent.json")]  # fmt: skip
+    cards = [
+        httpx.get(base + path).json()  # public: no key
+        for path in ("/.well-known/agent-card.json", "/.well-known/agent.json")
+    ]
     assert cards[0] == cards[1]
     card = cards[0]
     assert card["name"] == "Ask CROW"
     assert {s["id"] for s in card["skills"]} == SKILLS
     assert all(s["description"] and 2 <= len(s["examples"]) <= 3 for s in card["skills"])
-    assert card["supportedInterfaces"][0] == {"url": f"{base}/a2a", "protocolBinding": "JSONRPC",
-                                              "protocolVersion": "1.0"}  # fmt: skip
+    assert card["supportedInterfaces"][0] == {
+        "url": f"{base}/a2a",
+        "protocolBinding": "JSONRPC",
+        "protocolVersion": "1.0",
+    }
     assert card["url"] == f"{base}/a2a"  # 0.3 clients read the legacy fields
     # The card declares the bearer scheme the JSON-RPC endpoint requires (1.0 and 0.3 fields).
     schemes = card["securitySchemes"]
@@ -145,8 +155,9 @@ def test_a2a_and_mcp_need_a_key(served):
     assert_unauthorized(httpx.post(f"{base}/a2a", json=rpc, headers={"A2A-Version": "1.0"}))
     assert_unauthorized(httpx.post(f"{base}/a2a", json=rpc, headers={"X-Organization-Id": A}))
     assert_unauthorized(httpx.post(f"{base}/mcp", json=init, headers=accept))
-    assert_unauthorized(httpx.post(f"{base}/mcp", json=init, headers={**accept, **BAD_KEY}),
-                        "invalid_key")  # fmt: skip
+    assert_unauthorized(
+        httpx.post(f"{base}/mcp", json=init, headers={**accept, **BAD_KEY}), "invalid_key"
+    )
     assert_unauthorized(httpx.post(f"{base}/a2a", json=rpc, headers=BAD_KEY), "invalid_key")
     revoked = served.store.create_api_key(A, "editor")
     served.store.revoke_api_key(revoked["id"])
@@ -201,10 +212,14 @@ def test_a2a_org_scoping_and_model_failure(served, demo):
     bad_key_of_a = {**BAD_KEY, "X-Organization-Id": A}
     assert_unauthorized(httpx.post(f"{base}/a2a", json=rpc, headers=bad_key_of_a), "invalid_key")
     # A's key naming B: refused, not answered for either org.
-    assert_error(httpx.post(f"{base}/a2a", json=rpc, headers={**HA, "X-Organization-Id": B}), 403,
-                 "wrong_organization")  # fmt: skip
-    assert_error(httpx.post(f"{base}/a2a", json=rpc, headers=served.h_none), 404,
-                 "organization_not_found")  # fmt: skip
+    assert_error(
+        httpx.post(f"{base}/a2a", json=rpc, headers={**HA, "X-Organization-Id": B}),
+        403,
+        "wrong_organization",
+    )
+    assert_error(
+        httpx.post(f"{base}/a2a", json=rpc, headers=served.h_none), 404, "organization_not_found"
+    )
     model.add(ModelUnavailable("down"), ModelUnavailable("still down"))
     failed = asyncio.run(a2a_send(base, HA, user_message("How many?"))).pop().task
     assert failed.status.state == TaskState.TASK_STATE_FAILED
@@ -214,8 +229,18 @@ def test_a2a_org_scoping_and_model_failure(served, demo):
 def test_a2a_v03_message_send_is_understood(served):
     base, model, HA = served.base, served.model, served.ha
     model.add(AssistantTurn(text="Hello from CROW."))
-    body = {"jsonrpc": "2.0", "id": "x", "method": "message/send", "params": {"message": {
-        "role": "user", "messageId": "m1", "parts": [{"kind": "text", "text": "hi"}]}}}  # fmt: skip
+    body = {
+        "jsonrpc": "2.0",
+        "id": "x",
+        "method": "message/send",
+        "params": {
+            "message": {
+                "role": "user",
+                "messageId": "m1",
+                "parts": [{"kind": "text", "text": "hi"}],
+            }
+        },
+    }
     result = httpx.post(f"{base}/a2a", json=body, headers=HA).json()["result"]
     assert result["status"]["state"] == "completed"
     assert result["artifacts"][0]["parts"][0]["text"] == "Hello from CROW."
@@ -260,22 +285,33 @@ def test_mcp_client_lists_and_calls_tools_for_the_key_org(served, demo):
 
 def test_mcp_refuses_missing_and_bad_keys_and_other_orgs(served):
     base = served.base
-    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "test", "version": "0"}}}  # fmt: skip
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "0"},
+        },
+    }
     accept = {"Accept": "application/json, text/event-stream"}
     assert_unauthorized(httpx.post(f"{base}/mcp", json=init, headers=accept))
     assert_unauthorized(
         httpx.post(f"{base}/mcp", json=init, headers={**accept, "X-Organization-Id": A})
     )
-    assert_unauthorized(httpx.post(f"{base}/mcp", json=init, headers={**accept, **BAD_KEY}),
-                        "invalid_key")  # fmt: skip
+    assert_unauthorized(
+        httpx.post(f"{base}/mcp", json=init, headers={**accept, **BAD_KEY}), "invalid_key"
+    )
     a_naming_b = {**accept, **served.ha, "X-Organization-Id": B}
     assert_error(
         httpx.post(f"{base}/mcp", json=init, headers=a_naming_b), 403, "wrong_organization"
     )
-    assert_error(httpx.post(f"{base}/mcp", json=init, headers={**accept, **served.h_none}),
-                 404, "organization_not_found")  # fmt: skip
+    assert_error(
+        httpx.post(f"{base}/mcp", json=init, headers={**accept, **served.h_none}),
+        404,
+        "organization_not_found",
+    )
     ok = httpx.post(f"{base}/mcp", json=init, headers={**accept, **served.ha})
     assert ok.status_code == 200 and ok.json()["result"]["serverInfo"]["name"] == "ask-crow"
     # DNS-rebinding protection: a key is not enough from a foreign Host or browser Origin.
@@ -292,8 +328,12 @@ def legacy(base: str, body: dict, headers: dict | None) -> httpx.Response:
 
 def tasks_send(task_id: str, text: str, **params) -> dict:
     message = {"role": "user", "parts": [{"type": "text", "text": text}]}
-    return {"jsonrpc": "2.0", "id": 7, "method": "tasks/send",
-            "params": {"id": task_id, "message": message, **params}}  # fmt: skip
+    return {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tasks/send",
+        "params": {"id": task_id, "message": message, **params},
+    }
 
 
 def test_legacy_tasks_send(served, demo):
@@ -328,14 +368,21 @@ def test_legacy_tasks_send_errors(served):
     assert_unauthorized(legacy(base, tasks_send("t", "hi"), headers=None))
     assert_unauthorized(legacy(base, tasks_send("t", "hi"), headers={"X-Organization-Id": A}))
     assert_unauthorized(legacy(base, tasks_send("t", "hi"), headers=BAD_KEY), "invalid_key")
-    assert_error(legacy(base, tasks_send("t", "hi"), headers={**HA, "X-Organization-Id": B}), 403,
-                 "wrong_organization")  # fmt: skip
-    assert_error(legacy(base, tasks_send("t", "hi"), headers=served.h_none), 404,
-                 "organization_not_found")  # fmt: skip
+    assert_error(
+        legacy(base, tasks_send("t", "hi"), headers={**HA, "X-Organization-Id": B}),
+        403,
+        "wrong_organization",
+    )
+    assert_error(
+        legacy(base, tasks_send("t", "hi"), headers=served.h_none), 404, "organization_not_found"
+    )
     unknown = legacy(base, {**tasks_send("t", "hi"), "method": "tasks/frobnicate"}, HA)
     assert unknown.status_code == 200
-    assert unknown.json() == {"jsonrpc": "2.0", "id": 7, "error": {
-        "code": -32601, "message": "method not found: tasks/frobnicate"}}  # fmt: skip
+    assert unknown.json() == {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "error": {"code": -32601, "message": "method not found: tasks/frobnicate"},
+    }
     for params in ({"message": {"role": "user", "parts": []}}, {"id": "t"}, None):
         bad = legacy(
             base, {"jsonrpc": "2.0", "id": 8, "method": "tasks/send", "params": params}, HA

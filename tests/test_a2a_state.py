@@ -40,8 +40,10 @@ def test_two_replicas_share_tasks_and_conversations(demo, store):
     """Two Ingress replicas (two apps over one chat store): a task made on one is read on
     the other, and a context continues on the other in the same chat session."""
     a, b = key_headers(store, A), key_headers(store, B)
-    replicas = [TestClient(create_app(demo.services(store, rule_model())),
-                           raise_server_exceptions=False) for _ in range(2)]  # fmt: skip
+    replicas = [
+        TestClient(create_app(demo.services(store, rule_model())), raise_server_exceptions=False)
+        for _ in range(2)
+    ]
     with replicas[0] as one, replicas[1] as two:
         task = send(one, a, "How many interactions do we have?", "m-1")
         assert task["status"]["state"] == "completed"
@@ -60,9 +62,13 @@ def test_finished_tasks_expire_after_the_retention(demo, store, monkeypatch):
 
     import crow.store.db as store_db
 
-    monkeypatch.setattr(demo, "settings", AppSettings.from_args(
-        {"var_dir": str(demo.settings.var_dir), "limits": {"a2a_task_retention_h": 1}}
-    ))  # fmt: skip
+    monkeypatch.setattr(
+        demo,
+        "settings",
+        AppSettings.from_args(
+            {"var_dir": str(demo.settings.var_dir), "limits": {"a2a_task_retention_h": 1}}
+        ),
+    )
     a = key_headers(store, A)
     with TestClient(create_app(demo.services(store, rule_model()))) as client:
         old = send(client, a, "How many interactions do we have?", "m-old")

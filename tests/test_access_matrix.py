@@ -32,8 +32,14 @@ def world(tmp_path_factory):
     qna = store.create_session(B, kind="qna")
     job = store.create_job_run(B, "reindex", collections=["products"])
     b_key = store.create_api_key(B, "admin", name="B's key")
-    resources = {"org_id": B, "chat": chat["id"], "qna": qna["id"], "job_id": job["id"],
-                 "key_id": b_key["id"], "collection": "products"}  # fmt: skip
+    resources = {
+        "org_id": B,
+        "chat": chat["id"],
+        "qna": qna["id"],
+        "job_id": job["id"],
+        "key_id": b_key["id"],
+        "collection": "products",
+    }
     model = rule_model()
     app = create_app(demo.services(store, model, indexer=True), chat_model=model)
     with TestClient(app, base_url="http://127.0.0.1:8000", raise_server_exceptions=False) as client:
@@ -43,10 +49,12 @@ def world(tmp_path_factory):
 
 def _path(template: str, params: list[dict[str, Any]], b: dict[str, str]) -> str:
     values = {
-        "org_id": b["org_id"], "job_id": b["job_id"], "key_id": b["key_id"],
+        "org_id": b["org_id"],
+        "job_id": b["job_id"],
+        "key_id": b["key_id"],
         "collection": b["collection"],
         "session_id": b["qna"] if template.startswith("/api/v1/qna/") else b["chat"],
-    }  # fmt: skip
+    }
     for param in params:
         if param["in"] == "path":
             template = template.replace("{" + param["name"] + "}", values[param["name"]])
@@ -74,11 +82,33 @@ def _body(path: str, method: str) -> dict[str, Any]:
     if path.endswith(("/messages", "/stream", "/query")):
         return {"json": {"content": "how many interactions?"}}
     if path == "/a2a/tasks/send":
-        return {"json": {"jsonrpc": "2.0", "id": 1, "method": "tasks/send", "params": {
-            "id": "t1", "sessionId": "x", "message": {"role": "user", "parts": [{"type": "text", "text": "hi"}]}}}}  # fmt: skip
+        return {
+            "json": {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tasks/send",
+                "params": {
+                    "id": "t1",
+                    "sessionId": "x",
+                    "message": {"role": "user", "parts": [{"type": "text", "text": "hi"}]},
+                },
+            }
+        }
     if path == "/a2a":
-        return {"json": {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {
-            "message": {"role": "user", "messageId": "m1", "parts": [{"kind": "text", "text": "hi"}]}}}}  # fmt: skip
+        return {
+            "json": {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "message/send",
+                "params": {
+                    "message": {
+                        "role": "user",
+                        "messageId": "m1",
+                        "parts": [{"kind": "text", "text": "hi"}],
+                    }
+                },
+            }
+        }
     if path == "/v1/chat/completions":
         return {"json": {"messages": [{"role": "user", "content": "hi"}]}}
     return {"json": {}}
@@ -122,20 +152,32 @@ def test_a_key_of_one_org_reaches_nothing_of_another(world):
             assert r.status_code in ALLOWED, (method, url, r.status_code, r.text[:300])
             assert not _leaks(r.text, b), (method, url, r.text[:300])
     # the SSE stream, the A2A routes and /v1 were among them
-    for must in [("post", "/api/v1/chat/sessions/{session_id}/messages/stream"), ("post", "/a2a"),
-                 ("post", "/a2a/tasks/send"), ("post", "/v1/chat/completions"),
-                 ("delete", "/api/v1/keys/{key_id}"), ("post", "/api/v1/ingest/{collection}")]:  # fmt: skip
+    for must in [
+        ("post", "/api/v1/chat/sessions/{session_id}/messages/stream"),
+        ("post", "/a2a"),
+        ("post", "/a2a/tasks/send"),
+        ("post", "/v1/chat/completions"),
+        ("delete", "/api/v1/keys/{key_id}"),
+        ("post", "/api/v1/ingest/{collection}"),
+    ]:
         assert must in seen, must
     # /mcp: the initialize call and a tool call naming B
     mcp = {**a_admin, "X-Organization-Id": B, "Accept": "application/json, text/event-stream"}
-    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-            "params": {"name": "search_org_context", "arguments": {"query": "returns"}}}  # fmt: skip
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "search_org_context", "arguments": {"query": "returns"}},
+    }
     for rpc in ({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}, call):
         r = client.post("/mcp", json=rpc, headers=mcp)
         assert r.status_code == 403 and not _leaks(r.text, b), r.text
     # ... and a tool call with A's key returns A's data only
-    mcp_a = {**a_admin, "Accept": "application/json, text/event-stream",
-             "MCP-Protocol-Version": "2025-06-18"}  # fmt: skip
+    mcp_a = {
+        **a_admin,
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-06-18",
+    }
     r = client.post("/mcp", json=call, headers=mcp_a)
     assert r.status_code == 200, r.text
     docs = json.loads(r.json()["result"]["content"][0]["text"])["documents"]
@@ -155,13 +197,23 @@ def test_a_reader_cannot_ingest_index_or_reindex(world):
     reader = key_headers(store, A, "reader")
     before = demo.lake.count(A, "products")
     for method, path, kw in [
-        ("POST", "/api/v1/ingest/products",
-         {"content": NDJSON_ROW, "headers": {"Content-Type": "application/x-ndjson"}}),
-        ("POST", "/api/v1/ingest/products",
-         {"content": NDJSON_ROW, "params": {"mode": "replace"}, "headers": {"Content-Type": "application/x-ndjson"}}),
+        (
+            "POST",
+            "/api/v1/ingest/products",
+            {"content": NDJSON_ROW, "headers": {"Content-Type": "application/x-ndjson"}},
+        ),
+        (
+            "POST",
+            "/api/v1/ingest/products",
+            {
+                "content": NDJSON_ROW,
+                "params": {"mode": "replace"},
+                "headers": {"Content-Type": "application/x-ndjson"},
+            },
+        ),
         ("POST", "/api/v1/qna/index", {"json": {"title": "t", "body": "b"}}),
         ("POST", "/api/v1/qna/reindex", {"json": {"collections": ["products"]}}),
-    ]:  # fmt: skip
+    ]:
         headers = {**reader, **kw.pop("headers", {})}
         r = client.request(method, path, headers=headers, **kw)
         assert r.status_code == 403 and r.json()["error"]["code"] == "forbidden", r.text

@@ -38,13 +38,33 @@ def test_count_question_uses_the_summary_and_gets_no_footnotes(demo):
 
 
 def test_footnotes_are_numbered_typed_and_only_from_returned_sources(demo):
-    model = ScriptedChatModel([
-        AssistantTurn(tool_calls=(ToolCall(id="a", name="search_products", arguments={"query": "dome tent", "limit": 2}),
-                                  ToolCall(id="b", name="search_patterns", arguments={"query": "trend", "limit": 1}),
-                                  ToolCall(id="c", name="search_interactions", arguments={"query": "queue", "channel": "cctv", "limit": 1}),
-                                  ToolCall(id="d", name="search_org_context", arguments={"query": "target market", "limit": 1}))),
-        lambda messages, tools, params: AssistantTurn(text="Here is what I found. Also see the Imaginary Tent 9000."),
-    ])  # fmt: skip
+    model = ScriptedChatModel(
+        [
+            AssistantTurn(
+                tool_calls=(
+                    ToolCall(
+                        id="a", name="search_products", arguments={"query": "dome tent", "limit": 2}
+                    ),
+                    ToolCall(
+                        id="b", name="search_patterns", arguments={"query": "trend", "limit": 1}
+                    ),
+                    ToolCall(
+                        id="c",
+                        name="search_interactions",
+                        arguments={"query": "queue", "channel": "cctv", "limit": 1},
+                    ),
+                    ToolCall(
+                        id="d",
+                        name="search_org_context",
+                        arguments={"query": "target market", "limit": 1},
+                    ),
+                )
+            ),
+            lambda messages, tools, params: AssistantTurn(
+                text="Here is what I found. Also see the Imaginary Tent 9000."
+            ),
+        ]
+    )
     answer = run(Agent(model), ctx_for(demo))
     notes = answer.content.split("\n\n")[-1].splitlines()
     assert [n[:4] for n in notes] == ["[1] ", "[2] ", "[3] ", "[4] ", "[5] "]
@@ -84,11 +104,17 @@ def test_tool_calls_of_one_iteration_run_in_parallel(demo):
             await asyncio.sleep(0.6)
             return await self.inner.search(*args, **kwargs)
 
-    model = ScriptedChatModel([
-        AssistantTurn(tool_calls=(ToolCall(id="a", name="search_patterns", arguments={"query": "trend"}),
-                                  ToolCall(id="b", name="search_org_context", arguments={"query": "returns"}))),
-        AssistantTurn(text="done"),
-    ])  # fmt: skip
+    model = ScriptedChatModel(
+        [
+            AssistantTurn(
+                tool_calls=(
+                    ToolCall(id="a", name="search_patterns", arguments={"query": "trend"}),
+                    ToolCall(id="b", name="search_org_context", arguments={"query": "returns"}),
+                )
+            ),
+            AssistantTurn(text="done"),
+        ]
+    )
     started = time.perf_counter()
     answer = run(Agent(model), ctx_for(demo, retriever=Slow(ThreadProxy(demo.search))))
     assert time.perf_counter() - started < 1.1  # two 0.6 s tools, not 1.2 s
@@ -107,11 +133,17 @@ def test_failing_and_slow_tools_become_error_results_for_the_model(demo):
         async def data_time_range(self, org_id):
             return None, None
 
-    model = ScriptedChatModel([
-        AssistantTurn(tool_calls=(ToolCall(id="a", name="search_products", arguments={"query": "tent"}),
-                                  ToolCall(id="b", name="get_interaction_summary", arguments={}))),
-        AssistantTurn(text="Sorry, the data is not available right now."),
-    ])  # fmt: skip
+    model = ScriptedChatModel(
+        [
+            AssistantTurn(
+                tool_calls=(
+                    ToolCall(id="a", name="search_products", arguments={"query": "tent"}),
+                    ToolCall(id="b", name="get_interaction_summary", arguments={}),
+                )
+            ),
+            AssistantTurn(text="Sorry, the data is not available right now."),
+        ]
+    )
     agent = Agent(model, AgentConfig(tool_timeout_s=0.3))
     answer = run(agent, ctx_for(demo, retriever=Broken(), analytics=Stuck()))
     results = [m.content for m in model.calls[1].messages if m.role == "tool"]
@@ -130,8 +162,11 @@ def test_iteration_cap_falls_back_to_one_plain_call(demo):
 
 
 def test_a_model_failure_falls_back_and_invalid_calls_get_a_retry_message(demo):
-    bad = AssistantTurn(invalid_tool_calls=(InvalidToolCall(id="x", name="search_products", raw="{}",
-                                                             reason="limit must be <= 20"),))  # fmt: skip
+    bad = AssistantTurn(
+        invalid_tool_calls=(
+            InvalidToolCall(id="x", name="search_products", raw="{}", reason="limit must be <= 20"),
+        )
+    )
     model = ScriptedChatModel([bad, ModelTimeout("slow"), AssistantTurn(text="Fallback answer.")])
     answer = run(Agent(model), ctx_for(demo))
     assert "limit must be <= 20" in model.calls[1].messages[-1].content
@@ -148,12 +183,20 @@ def test_the_same_query_text_is_embedded_once(demo):
             return demo.embedder.embed(texts)
 
     counting = Counting()
-    model = ScriptedChatModel([
-        AssistantTurn(tool_calls=(ToolCall(id="a", name="search_products", arguments={"query": "Rain jacket"}),
-                                  ToolCall(id="b", name="search_interactions", arguments={"query": "rain  jacket"}))),
-        call("search_patterns", cid="c", query="rain jacket"),
-        AssistantTurn(text="ok"),
-    ])  # fmt: skip
+    model = ScriptedChatModel(
+        [
+            AssistantTurn(
+                tool_calls=(
+                    ToolCall(id="a", name="search_products", arguments={"query": "Rain jacket"}),
+                    ToolCall(
+                        id="b", name="search_interactions", arguments={"query": "rain  jacket"}
+                    ),
+                )
+            ),
+            call("search_patterns", cid="c", query="rain jacket"),
+            AssistantTurn(text="ok"),
+        ]
+    )
     run(Agent(model), ctx_for(demo, embedder=counting))
     assert counting.texts == ["rain jacket"]
 
@@ -162,8 +205,10 @@ def test_the_same_query_text_is_embedded_once(demo):
 def chat(demo, tmp_path):
     store = ChatStore(tmp_path / "chat.duckdb")
     model = ScriptedChatModel()
-    service = ChatService(ChatServices(store=ThreadProxy(store), org_names={ORG: "Acme Outdoor"},
-                                       **demo.proxies()), Agent(model))  # fmt: skip
+    service = ChatService(
+        ChatServices(store=ThreadProxy(store), org_names={ORG: "Acme Outdoor"}, **demo.proxies()),
+        Agent(model),
+    )
     yield service, store, model
     store.close()
 
@@ -249,11 +294,13 @@ def test_a_strong_model_style_answer_passes_every_check_unchanged(demo, text):
 
 
 def test_a_wrong_count_gets_one_correction_round(demo):
-    model = ScriptedChatModel([
-        call("get_interaction_summary"),
-        AssistantTurn(text="There are 2,140 interactions."),
-        AssistantTurn(text="There are 3,000 interactions."),
-    ])  # fmt: skip
+    model = ScriptedChatModel(
+        [
+            call("get_interaction_summary"),
+            AssistantTurn(text="There are 2,140 interactions."),
+            AssistantTurn(text="There are 3,000 interactions."),
+        ]
+    )
     answer = run(Agent(model), ctx_for(demo), "How many interactions do we have?")
     correction = model.calls[2].messages[-1]
     assert (
@@ -267,10 +314,14 @@ def test_a_wrong_count_gets_one_correction_round(demo):
 
 @pytest.mark.parametrize(
     "text",
-    ["There are 2,140 web interactions.", "We have 1234 interactions since 2026.",
-     "To count them, use the `get_interaction_summary` function with no filters.",
-     '```json\n{"total_interactions": 3000}\n```', ""],
-)  # fmt: skip
+    [
+        "There are 2,140 web interactions.",
+        "We have 1234 interactions since 2026.",
+        "To count them, use the `get_interaction_summary` function with no filters.",
+        '```json\n{"total_interactions": 3000}\n```',
+        "",
+    ],
+)
 def test_an_answer_wrong_twice_is_composed_and_says_so(demo, text):
     model = ScriptedChatModel(
         [call("get_interaction_summary"), AssistantTurn(text=text), AssistantTurn(text=text)]
@@ -296,21 +347,28 @@ def test_an_answer_naming_a_product_no_tool_returned_is_corrected(demo):
         tool = next(m for m in reversed(messages) if m.role == "tool")
         return json.loads(tool.content)["products"][0]["title"]
 
-    model = ScriptedChatModel([
-        call("search_products", query="dome tent", limit=2),
-        lambda m, t, p: AssistantTurn(text=f"- **{title(m)}**: popular\n- **Glacier Explorer Tent** is new"),
-        lambda m, t, p: AssistantTurn(text=f"- **{title(m)}**: popular"),
-    ])  # fmt: skip
+    model = ScriptedChatModel(
+        [
+            call("search_products", query="dome tent", limit=2),
+            lambda m, t, p: AssistantTurn(
+                text=f"- **{title(m)}**: popular\n- **Glacier Explorer Tent** is new"
+            ),
+            lambda m, t, p: AssistantTurn(text=f"- **{title(m)}**: popular"),
+        ]
+    )
     answer = run(Agent(model), ctx_for(demo), "Show me dome tents")
     assert "Glacier Explorer Tent" in model.calls[2].messages[-1].content
     assert answer.fallback is None and "Glacier" not in answer.content
 
 
 def test_a_repeated_call_ends_the_loop_with_one_plain_answer(demo):
-    model = ScriptedChatModel([
-        call("get_interaction_summary", cid="a"), call("get_interaction_summary", cid="b"),
-        AssistantTurn(text="You have 3,000 interactions."),
-    ])  # fmt: skip
+    model = ScriptedChatModel(
+        [
+            call("get_interaction_summary", cid="a"),
+            call("get_interaction_summary", cid="b"),
+            AssistantTurn(text="You have 3,000 interactions."),
+        ]
+    )
     answer = run(Agent(model), ctx_for(demo), "How many interactions do we have?")
     model.assert_complete()  # three model calls, not five
     assert model.calls[2].params.tool_choice == "none"
@@ -319,10 +377,17 @@ def test_a_repeated_call_ends_the_loop_with_one_plain_answer(demo):
 
 @pytest.mark.parametrize(
     ("message", "small_talk"),
-    [("Hello there!", True), ("thanks a lot", True), ("Good morning", True), ("Who are you?", True),
-     ("Hi, how many interactions do we have?", False), ("hey, show me top products", False),
-     ("What is our return policy?", False), ("ok", True)],
-)  # fmt: skip
+    [
+        ("Hello there!", True),
+        ("thanks a lot", True),
+        ("Good morning", True),
+        ("Who are you?", True),
+        ("Hi, how many interactions do we have?", False),
+        ("hey, show me top products", False),
+        ("What is our return policy?", False),
+        ("ok", True),
+    ],
+)
 def test_small_talk_cues(message, small_talk):
     from crow.agent.cues import is_small_talk
 
@@ -332,10 +397,13 @@ def test_small_talk_cues(message, small_talk):
 def test_after_tools_ran_the_model_stops_at_a_copy_of_the_results(demo):
     from crow.agent.compose import ECHO_STOPS
 
-    model = ScriptedChatModel([
-        call("get_interaction_summary"), AssistantTurn(text='{"total_interactions"'),
-        AssistantTurn(text="You have 3,000 interactions."),
-    ])  # fmt: skip
+    model = ScriptedChatModel(
+        [
+            call("get_interaction_summary"),
+            AssistantTurn(text='{"total_interactions"'),
+            AssistantTurn(text="You have 3,000 interactions."),
+        ]
+    )
     answer = run(Agent(model), ctx_for(demo), "How many interactions do we have?")
     assert model.calls[0].params.stop == () and model.calls[1].params.stop == ECHO_STOPS
     assert answer.fallback is None and answer.content == "You have 3,000 interactions."
@@ -343,10 +411,15 @@ def test_after_tools_ran_the_model_stops_at_a_copy_of_the_results(demo):
 
 @pytest.mark.parametrize(
     ("message", "count"),
-    [("How many store visits did we get last month?", True), ("number of social posts about tents", True),
-     ("Total online orders, please", True), ("How many products do we sell?", False),
-     ("Show me recent complaints", False), ("How many interactions mention jackets?", True)],
-)  # fmt: skip
+    [
+        ("How many store visits did we get last month?", True),
+        ("number of social posts about tents", True),
+        ("Total online orders, please", True),
+        ("How many products do we sell?", False),
+        ("Show me recent complaints", False),
+        ("How many interactions mention jackets?", True),
+    ],
+)
 def test_count_cues(message, count):
     from crow.agent.cues import is_count_question
 
@@ -380,9 +453,12 @@ def test_streamed_text_is_the_answer_and_footnotes_come_last(demo):
 
 @pytest.mark.parametrize(
     "arguments",
-    [{"query": "top products", "sort": "popularity"}, {"query": "our best-selling products"},
-     {"query": ""}],
-)  # fmt: skip
+    [
+        {"query": "top products", "sort": "popularity"},
+        {"query": "our best-selling products"},
+        {"query": ""},
+    ],
+)
 def test_top_products_overall_equal_the_duckdb_ranking(demo, arguments):
     import duckdb
 
@@ -395,8 +471,9 @@ def test_top_products_overall_equal_the_duckdb_ranking(demo, arguments):
     with duckdb.connect() as con:
         truth = con.execute(
             "SELECT product_id FROM read_parquet(?) WHERE product_id IS NOT NULL "
-            "GROUP BY 1 ORDER BY count(*) DESC, product_id LIMIT 5", [glob]
-        ).fetchall()  # fmt: skip
+            "GROUP BY 1 ORDER BY count(*) DESC, product_id LIMIT 5",
+            [glob],
+        ).fetchall()
     assert [p["id"] for p in output.content["products"]] == [t[0] for t in truth]
 
 
@@ -421,12 +498,18 @@ def test_a_channel_filter_counts_only_that_channel_and_all_means_none(demo):
     every = asyncio.run(summary.invoke({"channel": "all", "since": "all time"}, ctx_for(demo)))
     assert web["by_channel"] == {"web": web["total_interactions"]}
     counts = every.content["by_channel"]
-    assert set(counts) == {"web", "cctv", "social"} and list(counts.values()) == sorted(counts.values(), reverse=True)  # fmt: skip
+    assert set(counts) == {"web", "cctv", "social"} and list(counts.values()) == sorted(
+        counts.values(), reverse=True
+    )
     assert every.content["busiest_channel"] == max(counts, key=counts.get)
     assert every.content["quietest_channel"] == min(counts, key=counts.get)
     assert f"busiest {every.content['busiest_channel']}" in every.content["in_words"]
     assert "busiest_channel" not in web
-    assert every.content["total_interactions"] == sum(every.content["by_channel"].values()) > web["total_interactions"]  # fmt: skip
+    assert (
+        every.content["total_interactions"]
+        == sum(every.content["by_channel"].values())
+        > web["total_interactions"]
+    )
 
 
 def test_an_empty_result_under_filters_says_what_to_try(demo):
@@ -436,5 +519,7 @@ def test_an_empty_result_under_filters_says_what_to_try(demo):
     empty = asyncio.run(TOOLS_BY_NAME["search_interactions"].invoke(args, ctx_for(demo)))
     assert empty.content["interactions"] == [] and "without them" in empty.content["note"]
     assert "since='2020-01-01'" in empty.content["note"]
-    found = asyncio.run(TOOLS_BY_NAME["search_interactions"].invoke({"query": "jackets"}, ctx_for(demo)))  # fmt: skip
+    found = asyncio.run(
+        TOOLS_BY_NAME["search_interactions"].invoke({"query": "jackets"}, ctx_for(demo))
+    )
     assert found.content["interactions"] and "note" not in found.content

@@ -13,13 +13,23 @@ ANCHOR = datetime(2026, 11, 28, 22, 0, tzinfo=UTC)
 @pytest.fixture
 def analytics(lake):
     rows = [
-        {"id": f"i{n}", "channel": ch, "occurred_at": f"2026-11-{day:02d}T12:00:00Z",
-         "text": "x", "product_id": pid}
+        {
+            "id": f"i{n}",
+            "channel": ch,
+            "occurred_at": f"2026-11-{day:02d}T12:00:00Z",
+            "text": "x",
+            "product_id": pid,
+        }
         for n, (ch, day, pid) in enumerate(
-            [("web", 1, "p1"), ("web", 20, "p1"), ("cctv", 21, "p2"), ("social", 25, "p1"),
-             ("cctv", 28, None)]
+            [
+                ("web", 1, "p1"),
+                ("web", 20, "p1"),
+                ("cctv", 21, "p2"),
+                ("social", 25, "p1"),
+                ("cctv", 28, None),
+            ]
         )
-    ]  # fmt: skip
+    ]
     lake.write(ORG_A, "interactions", [validate_rows("interactions", rows)], mode="replace")
     return Analytics(lake)
 
@@ -53,9 +63,17 @@ def test_popularity(analytics):
 
 @pytest.mark.parametrize(
     ("expr", "days"),
-    [("last week", 7), ("past week", 7), ("recent", 7), ("last 30 days", 30), ("past 3 days", 3),
-     ("last month", 30), ("in the last 24 hours", 1), ("Last Quarter", 91)],
-)  # fmt: skip
+    [
+        ("last week", 7),
+        ("past week", 7),
+        ("recent", 7),
+        ("last 30 days", 30),
+        ("past 3 days", 3),
+        ("last month", 30),
+        ("in the last 24 hours", 1),
+        ("Last Quarter", 91),
+    ],
+)
 def test_relative_words_resolve_against_the_anchor(expr, days):
     start, end = resolve(expr, ANCHOR)
     assert ANCHOR - start == timedelta(days=days)
@@ -68,7 +86,9 @@ def test_dates_and_ranges():
         datetime(2026, 11, 28, tzinfo=UTC),
     )
     assert resolve_range("2026-11-01", "2026-11-10", ANCHOR) == (
-        datetime(2026, 11, 1, tzinfo=UTC), datetime(2026, 11, 11, tzinfo=UTC))  # fmt: skip
+        datetime(2026, 11, 1, tzinfo=UTC),
+        datetime(2026, 11, 11, tzinfo=UTC),
+    )
     assert resolve_range(None, None, ANCHOR) == (None, None)
     assert resolve_range("all time", "", ANCHOR) == (None, None)
     with pytest.raises(TimeWordError, match="ISO date"):

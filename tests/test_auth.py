@@ -15,10 +15,18 @@ from models.testing import ScriptedChatModel
 from tests.conftest import ORG_A, ORG_B, assert_error, key_headers
 
 SESSIONS = "/api/v1/chat/sessions"
-GUARDED = [("GET", "/api/v1/organizations"), ("POST", SESSIONS), ("GET", "/api/v1/usage"),
-           ("POST", f"{SESSIONS}/ses_x/messages/stream"), ("POST", "/mcp"), ("POST", "/a2a"),
-           ("POST", "/a2a/tasks/send"), ("GET", "/v1/models"), ("POST", "/v1/chat/completions"),
-           ("GET", "/api/v1/no-such-route")]  # fmt: skip
+GUARDED = [
+    ("GET", "/api/v1/organizations"),
+    ("POST", SESSIONS),
+    ("GET", "/api/v1/usage"),
+    ("POST", f"{SESSIONS}/ses_x/messages/stream"),
+    ("POST", "/mcp"),
+    ("POST", "/a2a"),
+    ("POST", "/a2a/tasks/send"),
+    ("GET", "/v1/models"),
+    ("POST", "/v1/chat/completions"),
+    ("GET", "/api/v1/no-such-route"),
+]
 
 
 def make_client(settings, lake, store, model=None, **overrides) -> TestClient:
@@ -49,8 +57,15 @@ def test_every_surface_wants_a_key_and_says_how(api):
 
 
 def test_the_probes_docs_page_and_agent_card_stay_public(api):
-    for path in ("/health", "/ready", "/docs", "/openapi.json", "/",
-                 "/.well-known/agent-card.json", "/static/app.js"):  # fmt: skip
+    for path in (
+        "/health",
+        "/ready",
+        "/docs",
+        "/openapi.json",
+        "/",
+        "/.well-known/agent-card.json",
+        "/static/app.js",
+    ):
         assert api.get(path).status_code == 200, path
     card = api.get("/.well-known/agent-card.json").json()
     scheme = next(iter(card["securitySchemes"].values()))
@@ -74,8 +89,11 @@ def test_malformed_unknown_wrong_revoked_and_expired_keys_are_401(api, store):
     assert api.get("/api/v1/organizations", headers=bearer(good["key"])).status_code == 200
     assert store.revoke_api_key(good["id"])
     assert_error(api.get("/api/v1/organizations", headers=bearer(good["key"])), 401, "invalid_key")
-    assert_error(api.get("/api/v1/organizations", headers={"Authorization": good["key"]}), 401,
-                 "unauthorized")  # fmt: skip
+    assert_error(
+        api.get("/api/v1/organizations", headers={"Authorization": good["key"]}),
+        401,
+        "unauthorized",
+    )
 
 
 def test_the_organization_is_the_keys(api, store, lake):
@@ -86,8 +104,9 @@ def test_the_organization_is_the_keys(api, store, lake):
     only_key = {"Authorization": a["Authorization"]}  # the header is optional
     session = api.post(SESSIONS, headers=only_key).json()
     assert session["org_id"] == ORG_A
-    assert_error(api.post(SESSIONS, headers={**a, "X-Organization-Id": ORG_B}), 403,
-                 "wrong_organization")  # fmt: skip
+    assert_error(
+        api.post(SESSIONS, headers={**a, "X-Organization-Id": ORG_B}), 403, "wrong_organization"
+    )
     assert_error(api.get(f"{SESSIONS}/organization/{ORG_B}", headers=a), 403, "wrong_organization")
     nowhere = key_headers(store, "globex", "reader")  # a key of an org without data
     assert_error(api.post(SESSIONS, headers=nowhere), 404, "organization_not_found")
@@ -99,10 +118,13 @@ def test_roles(api, store):
     row = b'{"id": "p1", "title": "Tent", "category": "Tents", "price": 10}'
     ndjson = {"Content-Type": "application/x-ndjson"}
     doc = {"title": "Returns", "body": "60 days."}
-    refused = [("POST", "/api/v1/ingest/products", {"content": row, "headers": ndjson}),
-               ("POST", "/api/v1/qna/index", {"json": doc}),
-               ("POST", "/api/v1/qna/reindex", {"json": {}}),
-               ("GET", "/api/v1/keys", {}), ("POST", "/api/v1/keys", {"json": {}})]  # fmt: skip
+    refused = [
+        ("POST", "/api/v1/ingest/products", {"content": row, "headers": ndjson}),
+        ("POST", "/api/v1/qna/index", {"json": doc}),
+        ("POST", "/api/v1/qna/reindex", {"json": {}}),
+        ("GET", "/api/v1/keys", {}),
+        ("POST", "/api/v1/keys", {"json": {}}),
+    ]
     for method, path, kw in refused:
         headers = {**reader, **kw.pop("headers", {})}
         error = assert_error(api.request(method, path, headers=headers, **kw), 403, "forbidden")
@@ -115,8 +137,11 @@ def test_roles(api, store):
     assert r.status_code == 201, r.text
     assert_error(api.get("/api/v1/keys", headers=editor), 403, "forbidden")
     # an admin manages the org's keys: shown once, listed without secrets, revocable
-    created = api.post("/api/v1/keys", json={"role": "reader", "name": "kiosk", "expires_in_days": 7},
-                       headers=admin)  # fmt: skip
+    created = api.post(
+        "/api/v1/keys",
+        json={"role": "reader", "name": "kiosk", "expires_in_days": 7},
+        headers=admin,
+    )
     assert created.status_code == 201, created.text
     new = created.json()
     assert new["org_id"] == ORG_A and new["key"].startswith("crow_") and new["expires_at"]
@@ -128,8 +153,9 @@ def test_roles(api, store):
     assert_error(api.delete(f"/api/v1/keys/{other_org['id']}", headers=admin), 404, "key_not_found")
     assert api.delete(f"/api/v1/keys/{new['id']}", headers=admin).status_code == 204
     assert_error(api.get("/api/v1/usage", headers=bearer(new["key"])), 401, "invalid_key")
-    assert_error(api.post("/api/v1/keys", json={"role": "root"}, headers=admin), 422,
-                 "invalid_request")  # fmt: skip
+    assert_error(
+        api.post("/api/v1/keys", json={"role": "root"}, headers=admin), 422, "invalid_request"
+    )
 
 
 def test_the_operator_token_lists_every_org_and_reads_no_data(settings, lake, store, monkeypatch):
@@ -139,8 +165,9 @@ def test_the_operator_token_lists_every_org_and_reads_no_data(settings, lake, st
         orgs = api.get("/api/v1/organizations", headers=operator).json()["organizations"]
         assert [o["id"] for o in orgs] == [ORG_A, ORG_B]
         assert_error(api.post(SESSIONS, headers=operator), 403, "forbidden")
-        assert_error(api.get("/api/v1/organizations", headers=bearer("op-secret")), 401,
-                     "invalid_key")  # fmt: skip
+        assert_error(
+            api.get("/api/v1/organizations", headers=bearer("op-secret")), 401, "invalid_key"
+        )
 
 
 def test_auth_off_answers_only_local_clients_of_a_loopback_server(settings, lake, store):
@@ -164,9 +191,16 @@ def test_the_host_allowlist(settings, lake, store, ha):
         good = {**ha, "Host": "crow.example.com"}
         assert api.get("/api/v1/organizations", headers=good).status_code == 200
         # MCP's own DNS-rebinding check admits the same names, with a port too
-        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "test", "version": "0"}}}  # fmt: skip
+        init = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "test", "version": "0"},
+            },
+        }
         accept = {"Accept": "application/json, text/event-stream"}
         for host in ("crow.example.com", "crow.example.com:8000"):
             r = api.post("/mcp", json=init, headers={**ha, **accept, "Host": host})
@@ -197,8 +231,24 @@ def test_keys_command_line(settings, lake, store, capsys, tmp_path):
     config.write_text(
         f"applications:\n  - name: crow\n    args:\n      var_dir: {settings.var_dir}\n"
     )
-    assert main(["--config", str(config), "create", "--org", ORG_A, "--role", "editor",
-                 "--name", "ci", "--expires", "30"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "--config",
+                str(config),
+                "create",
+                "--org",
+                ORG_A,
+                "--role",
+                "editor",
+                "--name",
+                "ci",
+                "--expires",
+                "30",
+            ]
+        )
+        == 0
+    )
     key_id, key = capsys.readouterr().out.split("\n")[:2]
     key_id = key_id.split()[0]
     assert key.startswith(f"crow_{key_id}_")

@@ -44,9 +44,19 @@ def new_session(client, headers) -> str:
 def test_send_answers_with_sources_steps_and_timings(app, ha):
     client, model, _ = app
     sid = new_session(client, ha)
-    model.add(AssistantTurn(tool_calls=(ToolCall(id="c", name="search_products", arguments={"sort": "popularity", "limit": 3}),)),
-              lambda messages, tools, params: AssistantTurn(text="Top three: " + ", ".join(
-                  p["title"] for p in json.loads(messages[-1].content)["products"])))  # fmt: skip
+    model.add(
+        AssistantTurn(
+            tool_calls=(
+                ToolCall(
+                    id="c", name="search_products", arguments={"sort": "popularity", "limit": 3}
+                ),
+            )
+        ),
+        lambda messages, tools, params: AssistantTurn(
+            text="Top three: "
+            + ", ".join(p["title"] for p in json.loads(messages[-1].content)["products"])
+        ),
+    )
     r = client.post(
         f"{BASE}/{sid}/messages", json={"content": "What are our top products?"}, headers=ha
     )
@@ -77,12 +87,19 @@ def test_title_is_first_six_words_at_most_40_chars(app, ha):
 def test_org_scoping_and_unknown_sessions(app, ha, hb):
     client, model, _ = app
     sid = new_session(client, ha)
-    for method, path, body in [("get", f"{BASE}/{sid}", None), ("get", f"{BASE}/{sid}/messages", None),
-                               ("delete", f"{BASE}/{sid}", None), ("post", f"{BASE}/{sid}/messages", {"content": "hi"})]:  # fmt: skip
+    for method, path, body in [
+        ("get", f"{BASE}/{sid}", None),
+        ("get", f"{BASE}/{sid}/messages", None),
+        ("delete", f"{BASE}/{sid}", None),
+        ("post", f"{BASE}/{sid}/messages", {"content": "hi"}),
+    ]:
         kwargs = {"json": body} if body else {}
         assert_error(getattr(client, method)(path, headers=hb, **kwargs), 404, "session_not_found")
-        assert_error(getattr(client, method)(path.replace(sid, "ses_nope"), headers=ha, **kwargs), 404,
-                     "session_not_found")  # fmt: skip
+        assert_error(
+            getattr(client, method)(path.replace(sid, "ses_nope"), headers=ha, **kwargs),
+            404,
+            "session_not_found",
+        )
         assert_error(getattr(client, method)(path, **kwargs), 401, "unauthorized")
     assert_error(client.get(f"{BASE}/organization/{B}", headers=ha), 403, "wrong_organization")
     assert client.get(f"{BASE}/{sid}", headers=ha).status_code == 200  # untouched by B's attempts
@@ -98,10 +115,20 @@ def test_empty_and_oversized_messages(app, ha):
         "invalid_request",
     )
     assert_error(client.post(f"{BASE}/{sid}/messages", json={}, headers=ha), 422, "invalid_request")
-    assert_error(client.post(f"{BASE}/{sid}/messages", json={"content": "x" * 4001}, headers=ha), 413,
-                 "payload_too_large")  # fmt: skip
-    assert_error(client.post(f"{BASE}/{sid}/messages", content=b'{"content": "' + b"x" * 300_000 + b'"}',
-                             headers={**ha, "Content-Type": "application/json"}), 413, "payload_too_large")  # fmt: skip
+    assert_error(
+        client.post(f"{BASE}/{sid}/messages", json={"content": "x" * 4001}, headers=ha),
+        413,
+        "payload_too_large",
+    )
+    assert_error(
+        client.post(
+            f"{BASE}/{sid}/messages",
+            content=b'{"content": "' + b"x" * 300_000 + b'"}',
+            headers={**ha, "Content-Type": "application/json"},
+        ),
+        413,
+        "payload_too_large",
+    )
     assert store.list_messages(A, sid) == []
 
 
@@ -134,10 +161,16 @@ def test_history_pagination_boundaries(app, ha):
     )
     # past the store's 64-bit integers (found by tests/fuzzing.py): 422, not a 500
     huge = 85824793222938986807296
-    assert_error(client.get(f"{BASE}/{sid}/messages", params={"before": huge}, headers=ha), 422,
-                 "invalid_request")  # fmt: skip
-    assert_error(client.get(f"{BASE}/organization/{A}", params={"offset": huge}, headers=ha), 422,
-                 "invalid_request")  # fmt: skip
+    assert_error(
+        client.get(f"{BASE}/{sid}/messages", params={"before": huge}, headers=ha),
+        422,
+        "invalid_request",
+    )
+    assert_error(
+        client.get(f"{BASE}/organization/{A}", params={"offset": huge}, headers=ha),
+        422,
+        "invalid_request",
+    )
 
 
 def test_org_sessions_newest_first_paginated(app, ha, hb):
@@ -168,21 +201,33 @@ def test_model_failure_is_503_and_keeps_the_question(app, ha):
     client, model, store = app
     sid = new_session(client, ha)
     model.add(ModelUnavailable("no model"), ModelUnavailable("still none"))
-    assert_error(client.post(f"{BASE}/{sid}/messages", json={"content": "How many?"}, headers=ha), 503,
-                 "model_unavailable")  # fmt: skip
+    assert_error(
+        client.post(f"{BASE}/{sid}/messages", json={"content": "How many?"}, headers=ha),
+        503,
+        "model_unavailable",
+    )
     model.add(ModelTimeout("slow"), ModelTimeout("slow"))
-    assert_error(client.post(f"{BASE}/{sid}/messages", json={"content": "How many?"}, headers=ha), 504,
-                 "model_timeout")  # fmt: skip
+    assert_error(
+        client.post(f"{BASE}/{sid}/messages", json={"content": "How many?"}, headers=ha),
+        504,
+        "model_timeout",
+    )
     assert [m["role"] for m in store.list_messages(A, sid)] == ["user", "user"]
 
 
 def test_streaming_send_emits_tool_steps_then_answer(app, ha):
     client, model, _ = app
     sid = new_session(client, ha)
-    model.add(AssistantTurn(tool_calls=(ToolCall(id="c", name="get_interaction_summary", arguments={}),)),
-              AssistantTurn(text="You have 3,000 interactions."))  # fmt: skip
-    with client.stream("POST", f"{BASE}/{sid}/messages/stream", json={"content": "How many interactions?"},
-                       headers=ha) as r:  # fmt: skip
+    model.add(
+        AssistantTurn(tool_calls=(ToolCall(id="c", name="get_interaction_summary", arguments={}),)),
+        AssistantTurn(text="You have 3,000 interactions."),
+    )
+    with client.stream(
+        "POST",
+        f"{BASE}/{sid}/messages/stream",
+        json={"content": "How many interactions?"},
+        headers=ha,
+    ) as r:
         assert r.headers["content-type"].startswith("text/event-stream")
         events = [
             line.removeprefix("event: ") for line in r.iter_lines() if line.startswith("event: ")
@@ -234,8 +279,15 @@ def test_qna_answers_from_the_knowledge_base_with_footnotes(app, ha, hb):
     # Q&A and chat sessions are separate; other orgs see nothing
     assert_error(client.get(f"{BASE}/{sid}", headers=ha), 404, "session_not_found")
     assert_error(client.get(f"/api/v1/qna/sessions/{sid}", headers=hb), 404, "session_not_found")
-    assert_error(client.post(f"/api/v1/qna/sessions/{new_session(client, ha)}/messages", json={"content": "x"},
-                             headers=ha), 404, "session_not_found")  # fmt: skip
+    assert_error(
+        client.post(
+            f"/api/v1/qna/sessions/{new_session(client, ha)}/messages",
+            json={"content": "x"},
+            headers=ha,
+        ),
+        404,
+        "session_not_found",
+    )
     assert client.get(f"{BASE}/organization/{A}", headers=ha).json()["total"] == 1
 
 
@@ -249,16 +301,30 @@ def test_metrics_record_routes_tools_and_iterations(demo, store, ha):
         Agent(model),
         metrics=metrics,
     )
-    services = Services(settings=demo.settings, lake=demo.lake, store=ThreadProxy(store), chat=chat,
-                        metrics=metrics, **proxies)  # fmt: skip
-    model.add(AssistantTurn(tool_calls=(ToolCall(id="c", name="get_interaction_summary", arguments={}),)),
-              AssistantTurn(text="3,000."))  # fmt: skip
+    services = Services(
+        settings=demo.settings,
+        lake=demo.lake,
+        store=ThreadProxy(store),
+        chat=chat,
+        metrics=metrics,
+        **proxies,
+    )
+    model.add(
+        AssistantTurn(tool_calls=(ToolCall(id="c", name="get_interaction_summary", arguments={}),)),
+        AssistantTurn(text="3,000."),
+    )
     with TestClient(create_app(services)) as client:
         sid = new_session(client, ha)
         client.post(f"{BASE}/{sid}/messages", json={"content": "How many?"}, headers=ha)
         client.get(f"{BASE}/ses_missing", headers=ha)
-    assert metrics.total("crow_http_requests_total", route="/api/v1/chat/sessions/{session_id}/messages",
-                         status="200") == 1  # fmt: skip
+    assert (
+        metrics.total(
+            "crow_http_requests_total",
+            route="/api/v1/chat/sessions/{session_id}/messages",
+            status="200",
+        )
+        == 1
+    )
     assert (
         metrics.total(
             "crow_http_requests_total", route="/api/v1/chat/sessions/{session_id}", status="404"

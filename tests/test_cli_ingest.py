@@ -7,8 +7,17 @@ from jobs.ingest import main
 def test_cli_ingests_rejects_and_registers_orgs(tmp_path, capsys):
     root = tmp_path / "data"
     good = tmp_path / "docs.jsonl"
-    good.write_text(json.dumps({"id": "d1", "title": "Returns", "context_type": "policy",
-                                "body": "60 days", "updated_at": "2026-01-01"}))  # fmt: skip
+    good.write_text(
+        json.dumps(
+            {
+                "id": "d1",
+                "title": "Returns",
+                "context_type": "policy",
+                "body": "60 days",
+                "updated_at": "2026-01-01",
+            }
+        )
+    )
     args = ["--org", "new-shop", "--collection", "documents", "--data-root", str(root)]
     assert main([str(good), *args]) == 2  # unknown org
     assert main([str(good), *args, "--create-org", "New Shop"]) == 0

@@ -67,8 +67,10 @@ def pod_templates() -> list[tuple[str, dict]]:
             cluster = spec.get("rayClusterConfig") or spec.get("rayClusterSpec")
             if cluster:
                 groups = [cluster["headGroupSpec"], *cluster.get("workerGroupSpecs", [])]
-                pods += [(f"{manifest.name}:{g.get('groupName', 'head')}", g["template"]["spec"])
-                         for g in groups]  # fmt: skip
+                pods += [
+                    (f"{manifest.name}:{g.get('groupName', 'head')}", g["template"]["spec"])
+                    for g in groups
+                ]
     return pods
 
 

@@ -29,7 +29,7 @@ from tests.kuberay_rules import (
 
 CLUSTER = Path(__file__).resolve().parents[1] / "cluster"
 K8S_VERSION = "1.36"  # KubeRay v1.7.0 builds against k8s.io/api v0.36 (ray-operator/go.mod)
-OBJECT_META = "https://kubernetes.io/api/_definitions.json#/$defs/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"  # fmt: skip
+OBJECT_META = "https://kubernetes.io/api/_definitions.json#/$defs/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 Json = dict[str, Any]
 
 
@@ -41,7 +41,9 @@ def _k8s_schemas() -> tuple[Any, Any]:
 
     from referencing import Registry, Resource
 
-    root = files("kubernetes_validate") / "kubernetes-json-schema" / f"v{K8S_VERSION}.0-local-strict"  # fmt: skip
+    root = (
+        files("kubernetes_validate") / "kubernetes-json-schema" / f"v{K8S_VERSION}.0-local-strict"
+    )
     defs = json.loads((root / "_definitions.json").read_text())
     return root, Resource.from_contents(defs) @ Registry()
 
@@ -94,7 +96,9 @@ def manifests(path: Path) -> list[Json]:
 
 # Cheap at collection: a file with a top-level `apiVersion:` line holds a manifest (the
 # serve config and the cluster launcher's config have none and are not Kubernetes objects).
-MANIFEST_FILES = sorted(p for p in CLUSTER.glob("*.y*ml") if re.search(r"(?m)^apiVersion:", p.read_text()))  # fmt: skip
+MANIFEST_FILES = sorted(
+    p for p in CLUSTER.glob("*.y*ml") if re.search(r"(?m)^apiVersion:", p.read_text())
+)
 
 
 def object_name(doc: Json) -> str:
@@ -144,8 +148,12 @@ def real(kind: str) -> Json:
     docs = all_manifests()
     if kind == "RayCluster" and not any(d["kind"] == kind for d in docs):
         service = real("RayService")
-        return {"apiVersion": "ray.io/v1", "kind": kind, "metadata": service["metadata"],
-                "spec": service["spec"]["rayClusterConfig"]}  # fmt: skip
+        return {
+            "apiVersion": "ray.io/v1",
+            "kind": kind,
+            "metadata": service["metadata"],
+            "spec": service["spec"]["rayClusterConfig"],
+        }
     found = [d for d in docs if d["kind"] == kind]
     if not found:
         pytest.skip(f"no {kind} in cluster/")
@@ -191,8 +199,15 @@ def own_cluster(**fields: Any) -> Edit:
 
 
 def rules(*rules: tuple[str, str, int], shutdown: bool = False) -> Edit:
-    return spec(shutdownAfterJobFinishes=shutdown, ttlSecondsAfterFinished=0, deletionStrategy={
-        "deletionRules": [{"policy": p, "condition": {"jobStatus": s, "ttlSeconds": t}} for p, s, t in rules]})  # fmt: skip
+    return spec(
+        shutdownAfterJobFinishes=shutdown,
+        ttlSecondsAfterFinished=0,
+        deletionStrategy={
+            "deletionRules": [
+                {"policy": p, "condition": {"jobStatus": s, "ttlSeconds": t}} for p, s, t in rules
+            ]
+        },
+    )
 
 
 SELECTOR = {"ray.io/cluster": "some-raycluster"}
@@ -201,81 +216,216 @@ TIMEOUT = "ray.io/initializing-timeout"
 # that error, so a case tells even where the real manifest is wrong in that very way.
 CASES: dict[str, tuple[str, Edit, Edit, str]] = {
     # the CRD schemas
-    "unknown-field": ("RayService", keep, spec(rayClusterConfg={}),
-                      "spec: Additional properties are not allowed ('rayClusterConfg' was unexpected)"),
-    "unknown-field-in-pod": ("RayService", keep, lambda d: container(d).update(imagePullPolicyy="Always"),
-                             "containers[0]: Additional properties are not allowed ('imagePullPolicyy'"),
-    "wrong-type": ("RayService", keep, lambda d: head(d)["rayStartParams"].update({"num-cpus": 0}),
-                   "rayStartParams.num-cpus: 0 is not of type 'string'"),
-    "int-or-string": ("RayService", lambda d: container(d).update(resources={"limits": {"cpu": 8}}),
-                      lambda d: container(d).update(resources={"limits": {"cpu": [8]}}),
-                      "limits.cpu: [8] is not valid under any of the given schemas"),
-    "list-map-keys": ("RayService", keep, lambda d: container(d).update(env=[{"name": "A"}, {"name": "A"}]),
-                      'duplicate entries {"name": "A"} in a list of type map'),
-    "required": ("RayService", keep, lambda d: worker(d).pop("template"), "'template' is a required property"),
-    "enum": ("RayCluster", spec(upgradeStrategy={"type": "Recreate"}), spec(upgradeStrategy={"type": "Rolling"}),
-             "'Rolling' is not one of ['Recreate', 'None']"),
-    "object-meta": ("RayJob", keep, lambda d: d["metadata"].update(lables={}), "('lables' was unexpected)"),
+    "unknown-field": (
+        "RayService",
+        keep,
+        spec(rayClusterConfg={}),
+        "spec: Additional properties are not allowed ('rayClusterConfg' was unexpected)",
+    ),
+    "unknown-field-in-pod": (
+        "RayService",
+        keep,
+        lambda d: container(d).update(imagePullPolicyy="Always"),
+        "containers[0]: Additional properties are not allowed ('imagePullPolicyy'",
+    ),
+    "wrong-type": (
+        "RayService",
+        keep,
+        lambda d: head(d)["rayStartParams"].update({"num-cpus": 0}),
+        "rayStartParams.num-cpus: 0 is not of type 'string'",
+    ),
+    "int-or-string": (
+        "RayService",
+        lambda d: container(d).update(resources={"limits": {"cpu": 8}}),
+        lambda d: container(d).update(resources={"limits": {"cpu": [8]}}),
+        "limits.cpu: [8] is not valid under any of the given schemas",
+    ),
+    "list-map-keys": (
+        "RayService",
+        keep,
+        lambda d: container(d).update(env=[{"name": "A"}, {"name": "A"}]),
+        'duplicate entries {"name": "A"} in a list of type map',
+    ),
+    "required": (
+        "RayService",
+        keep,
+        lambda d: worker(d).pop("template"),
+        "'template' is a required property",
+    ),
+    "enum": (
+        "RayCluster",
+        spec(upgradeStrategy={"type": "Recreate"}),
+        spec(upgradeStrategy={"type": "Rolling"}),
+        "'Rolling' is not one of ['Recreate', 'None']",
+    ),
+    "object-meta": (
+        "RayJob",
+        keep,
+        lambda d: d["metadata"].update(lables={}),
+        "('lables' was unexpected)",
+    ),
     # validation.go: metadata
-    "name-length": ("RayJob", lambda d: d["metadata"].update(name="j" * 47),
-                    lambda d: d["metadata"].update(name="j" * 48), "RayJob name should be no more than 47 characters"),
-    "generate-name": ("RayJob", lambda d: d["metadata"].update(name=None, generateName="crow-job-"),
-                      lambda d: d["metadata"].update(name=None, generateName="Crow-job-"), "RayJob name should be a valid DNS1035"),
-    "name-dns1035": ("RayService", keep, lambda d: d["metadata"].update(name="9crow"),
-                     "RayService name should be a valid DNS1035 label"),
-    "initializing-timeout": ("RayService", lambda d: d["metadata"].update(annotations={TIMEOUT: "30m"}),
-                             lambda d: d["metadata"].update(annotations={TIMEOUT: "0"}),
-                             "annotation ray.io/initializing-timeout must be positive"),
+    "name-length": (
+        "RayJob",
+        lambda d: d["metadata"].update(name="j" * 47),
+        lambda d: d["metadata"].update(name="j" * 48),
+        "RayJob name should be no more than 47 characters",
+    ),
+    "generate-name": (
+        "RayJob",
+        lambda d: d["metadata"].update(name=None, generateName="crow-job-"),
+        lambda d: d["metadata"].update(name=None, generateName="Crow-job-"),
+        "RayJob name should be a valid DNS1035",
+    ),
+    "name-dns1035": (
+        "RayService",
+        keep,
+        lambda d: d["metadata"].update(name="9crow"),
+        "RayService name should be a valid DNS1035 label",
+    ),
+    "initializing-timeout": (
+        "RayService",
+        lambda d: d["metadata"].update(annotations={TIMEOUT: "30m"}),
+        lambda d: d["metadata"].update(annotations={TIMEOUT: "0"}),
+        "annotation ray.io/initializing-timeout must be positive",
+    ),
     # validation.go: RayJob
-    "ttl-needs-shutdown": ("RayJob", spec(shutdownAfterJobFinishes=True, ttlSecondsAfterFinished=3600),
-                           spec(shutdownAfterJobFinishes=False, ttlSecondsAfterFinished=3600),
-                           "shutdownAfterJobFinishes set to false cannot have TTLSecondsAfterFinished"),
-    "suspend-needs-shutdown": ("RayJob", own_cluster(), own_cluster(suspend=True, shutdownAfterJobFinishes=False),
-                               "shutdownAfterJobFinishes set to false is not allowed to be suspended"),
-    "selector-or-spec": ("RayJob", keep, lambda d: [d["spec"].pop(k, None) for k in ("clusterSelector", "rayClusterSpec")],
-                         "one of RayClusterSpec or ClusterSelector must be set"),
-    "selector-key": ("RayJob", spec(clusterSelector=SELECTOR), spec(clusterSelector={"app": "ask-crow"}),
-                     "cluster name in ClusterSelector should not be empty"),
-    "selector-sidecar": ("RayJob", spec(clusterSelector=SELECTOR, submissionMode="HTTPMode"),
-                         spec(clusterSelector=SELECTOR, submissionMode="SidecarMode"),
-                         "ClusterSelector is not supported in SidecarMode"),
-    "selector-backoff": ("RayJob", spec(clusterSelector=SELECTOR, backoffLimit=0),
-                         spec(clusterSelector=SELECTOR, backoffLimit=2), "BackoffLimit is incompatible with ClusterSelector mode"),
-    "deletion-rules-vs-shutdown": ("RayJob", rules(("DeleteSelf", "SUCCEEDED", 60)),
-                                   rules(("DeleteSelf", "SUCCEEDED", 60), shutdown=True),
-                                   "shutdownAfterJobFinishes and spec.deletionStrategy.deletionRules are mutually exclusive"),
-    "deletion-ttl-order": ("RayJob", own_cluster(), lambda d: [own_cluster()(d), rules(
-                               ("DeleteCluster", "FAILED", 600), ("DeleteSelf", "FAILED", 60))(d)],
-                           "for jobStatus 'FAILED': DeleteSelf TTL (60) must be >= DeleteCluster TTL (600)"),
-    "deletion-with-selector": ("RayJob", spec(clusterSelector=SELECTOR), spec(clusterSelector=SELECTOR, deletionStrategy={
-                                   "onSuccess": {"policy": "DeleteCluster"}, "onFailure": {"policy": "DeleteSelf"}}),
-                               "the ClusterSelector mode doesn't support DeletionStrategy DeleteCluster or DeleteWorkers"),
+    "ttl-needs-shutdown": (
+        "RayJob",
+        spec(shutdownAfterJobFinishes=True, ttlSecondsAfterFinished=3600),
+        spec(shutdownAfterJobFinishes=False, ttlSecondsAfterFinished=3600),
+        "shutdownAfterJobFinishes set to false cannot have TTLSecondsAfterFinished",
+    ),
+    "suspend-needs-shutdown": (
+        "RayJob",
+        own_cluster(),
+        own_cluster(suspend=True, shutdownAfterJobFinishes=False),
+        "shutdownAfterJobFinishes set to false is not allowed to be suspended",
+    ),
+    "selector-or-spec": (
+        "RayJob",
+        keep,
+        lambda d: [d["spec"].pop(k, None) for k in ("clusterSelector", "rayClusterSpec")],
+        "one of RayClusterSpec or ClusterSelector must be set",
+    ),
+    "selector-key": (
+        "RayJob",
+        spec(clusterSelector=SELECTOR),
+        spec(clusterSelector={"app": "ask-crow"}),
+        "cluster name in ClusterSelector should not be empty",
+    ),
+    "selector-sidecar": (
+        "RayJob",
+        spec(clusterSelector=SELECTOR, submissionMode="HTTPMode"),
+        spec(clusterSelector=SELECTOR, submissionMode="SidecarMode"),
+        "ClusterSelector is not supported in SidecarMode",
+    ),
+    "selector-backoff": (
+        "RayJob",
+        spec(clusterSelector=SELECTOR, backoffLimit=0),
+        spec(clusterSelector=SELECTOR, backoffLimit=2),
+        "BackoffLimit is incompatible with ClusterSelector mode",
+    ),
+    "deletion-rules-vs-shutdown": (
+        "RayJob",
+        rules(("DeleteSelf", "SUCCEEDED", 60)),
+        rules(("DeleteSelf", "SUCCEEDED", 60), shutdown=True),
+        "shutdownAfterJobFinishes and spec.deletionStrategy.deletionRules are mutually exclusive",
+    ),
+    "deletion-ttl-order": (
+        "RayJob",
+        own_cluster(),
+        lambda d: [
+            own_cluster()(d),
+            rules(("DeleteCluster", "FAILED", 600), ("DeleteSelf", "FAILED", 60))(d),
+        ],
+        "for jobStatus 'FAILED': DeleteSelf TTL (60) must be >= DeleteCluster TTL (600)",
+    ),
+    "deletion-with-selector": (
+        "RayJob",
+        spec(clusterSelector=SELECTOR),
+        spec(
+            clusterSelector=SELECTOR,
+            deletionStrategy={
+                "onSuccess": {"policy": "DeleteCluster"},
+                "onFailure": {"policy": "DeleteSelf"},
+            },
+        ),
+        "the ClusterSelector mode doesn't support DeletionStrategy DeleteCluster or DeleteWorkers",
+    ),
     # validation.go: RayService and its RayCluster spec
-    "resources-twice": ("RayService", lambda d: head(d)["rayStartParams"].pop("num-cpus", None),
-                        lambda d: [head(d)["rayStartParams"].update({"num-cpus": "0"}), head(d).update(resources={"CPU": "1"})],
-                        "resource fields should not be set in both rayStartParams and Resources for Head group"),
-    "start-param-labels": ("RayService", keep, lambda d: worker(d)["rayStartParams"].update(labels="a=b"),
-                           "rayStartParams['labels'] is not supported"),
-    "group-label": ("RayService", lambda d: worker(d).update(labels={"ray.io/gpu": "h100"}),
-                    lambda d: worker(d).update(labels={"-gpu": "h100"}), "label key '-gpu': name part must be"),
-    "min-max": ("RayService", lambda d: worker(d).update(minReplicas=1, maxReplicas=2),
-                lambda d: worker(d).update(minReplicas=3, maxReplicas=2), "has minReplicas 3 greater than maxReplicas 2"),
-    "idle-timeout-v2": ("RayService", lambda d: [worker(d).update(idleTimeoutSeconds=60), cluster_spec(d).update(
-                            enableInTreeAutoscaling=True, autoscalerOptions={"version": "v2"})],
-                        lambda d: [worker(d).update(idleTimeoutSeconds=60), cluster_spec(d).pop("autoscalerOptions", None)],
-                        "idleTimeoutSeconds is set, but autoscaler v2 is not enabled"),
-    "head-containers": ("RayService", keep, lambda d: head(d)["template"]["spec"].update(containers=[]),
-                        "headGroupSpec should have at least one container"),
-    "redis-username": ("RayService", keep, lambda d: container(d).update(env=[{"name": "REDIS_USERNAME", "value": "u"}]),
-                       "cannot set redis username"),
-    "head-service-name": ("RayService", keep, lambda d: head(d).update(headService={"metadata": {"name": "x"}}),
-                          "headService.metadata.name should not be set"),
-    "incremental-upgrade": ("RayService", spec(upgradeStrategy={"type": "NewCluster"}),
-                            spec(upgradeStrategy={"type": "NewClusterWithIncrementalUpgrade"}),
-                            "ClusterUpgradeOptions are required for NewClusterWithIncrementalUpgrade"),
-    "unused-field": ("RayService", lambda d: d["spec"].pop("serviceUnhealthySecondThreshold", None),
-                     spec(serviceUnhealthySecondThreshold=900), "spec.serviceUnhealthySecondThreshold is deprecated"),
-}  # fmt: skip
+    "resources-twice": (
+        "RayService",
+        lambda d: head(d)["rayStartParams"].pop("num-cpus", None),
+        lambda d: [
+            head(d)["rayStartParams"].update({"num-cpus": "0"}),
+            head(d).update(resources={"CPU": "1"}),
+        ],
+        "resource fields should not be set in both rayStartParams and Resources for Head group",
+    ),
+    "start-param-labels": (
+        "RayService",
+        keep,
+        lambda d: worker(d)["rayStartParams"].update(labels="a=b"),
+        "rayStartParams['labels'] is not supported",
+    ),
+    "group-label": (
+        "RayService",
+        lambda d: worker(d).update(labels={"ray.io/gpu": "h100"}),
+        lambda d: worker(d).update(labels={"-gpu": "h100"}),
+        "label key '-gpu': name part must be",
+    ),
+    "min-max": (
+        "RayService",
+        lambda d: worker(d).update(minReplicas=1, maxReplicas=2),
+        lambda d: worker(d).update(minReplicas=3, maxReplicas=2),
+        "has minReplicas 3 greater than maxReplicas 2",
+    ),
+    "idle-timeout-v2": (
+        "RayService",
+        lambda d: [
+            worker(d).update(idleTimeoutSeconds=60),
+            cluster_spec(d).update(
+                enableInTreeAutoscaling=True, autoscalerOptions={"version": "v2"}
+            ),
+        ],
+        lambda d: [
+            worker(d).update(idleTimeoutSeconds=60),
+            cluster_spec(d).pop("autoscalerOptions", None),
+        ],
+        "idleTimeoutSeconds is set, but autoscaler v2 is not enabled",
+    ),
+    "head-containers": (
+        "RayService",
+        keep,
+        lambda d: head(d)["template"]["spec"].update(containers=[]),
+        "headGroupSpec should have at least one container",
+    ),
+    "redis-username": (
+        "RayService",
+        keep,
+        lambda d: container(d).update(env=[{"name": "REDIS_USERNAME", "value": "u"}]),
+        "cannot set redis username",
+    ),
+    "head-service-name": (
+        "RayService",
+        keep,
+        lambda d: head(d).update(headService={"metadata": {"name": "x"}}),
+        "headService.metadata.name should not be set",
+    ),
+    "incremental-upgrade": (
+        "RayService",
+        spec(upgradeStrategy={"type": "NewCluster"}),
+        spec(upgradeStrategy={"type": "NewClusterWithIncrementalUpgrade"}),
+        "ClusterUpgradeOptions are required for NewClusterWithIncrementalUpgrade",
+    ),
+    "unused-field": (
+        "RayService",
+        lambda d: d["spec"].pop("serviceUnhealthySecondThreshold", None),
+        spec(serviceUnhealthySecondThreshold=900),
+        "spec.serviceUnhealthySecondThreshold is deprecated",
+    ),
+}
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -298,20 +448,34 @@ JOB = {
 }
 K8S_CASES = {  # name: (a manifest, the error it has; "" for none)
     "pvc": (k8s_doc("v1", "PersistentVolumeClaim", spec=PVC), ""),
-    "pvc-unknown-field": (k8s_doc("v1", "PersistentVolumeClaim", spec={**PVC, "accessMode": []}),
-                          "('accessMode' was unexpected)"),
+    "pvc-unknown-field": (
+        k8s_doc("v1", "PersistentVolumeClaim", spec={**PVC, "accessMode": []}),
+        "('accessMode' was unexpected)",
+    ),
     "secret": (k8s_doc("v1", "Secret", stringData={"operator-token": "t"}), ""),
-    "secret-wrong-type": (k8s_doc("v1", "Secret", stringData={"port": 8000}),
-                          "stringData.port: 8000 is not of type 'string'"),
+    "secret-wrong-type": (
+        k8s_doc("v1", "Secret", stringData={"port": 8000}),
+        "stringData.port: 8000 is not of type 'string'",
+    ),
     "job": (k8s_doc("batch/v1", "Job", spec=JOB), ""),
-    "job-wrong-type": (k8s_doc("batch/v1", "Job", spec={**JOB, "backoffLimit": "3"}),
-                       "spec.backoffLimit: '3' is not of type"),
-    "job-object-meta": (k8s_doc("batch/v1", "Job", spec=JOB, metadata={"name": "j", "label": {}}),
-                        "('label' was unexpected)"),
-    "unknown-group": (k8s_doc("cert-manager.io/v1", "Certificate"), "no schema to validate it against"),
+    "job-wrong-type": (
+        k8s_doc("batch/v1", "Job", spec={**JOB, "backoffLimit": "3"}),
+        "spec.backoffLimit: '3' is not of type",
+    ),
+    "job-object-meta": (
+        k8s_doc("batch/v1", "Job", spec=JOB, metadata={"name": "j", "label": {}}),
+        "('label' was unexpected)",
+    ),
+    "unknown-group": (
+        k8s_doc("cert-manager.io/v1", "Certificate"),
+        "no schema to validate it against",
+    ),
     "unknown-kind": (k8s_doc("v1", "RayService"), "no schema to validate it against"),
-    "other-ray-version": (k8s_doc("ray.io/v1alpha1", "RayService"), "no schema to validate it against"),
-}  # fmt: skip
+    "other-ray-version": (
+        k8s_doc("ray.io/v1alpha1", "RayService"),
+        "no schema to validate it against",
+    ),
+}
 
 
 @pytest.mark.parametrize("case", K8S_CASES)
@@ -322,10 +486,20 @@ def test_core_kinds_and_unknown_kinds(case: str):
 
 
 def test_structural_schema_conversion():
-    node = {"type": "object", "required": ["a", "b"], "properties": {
-        "a": {"type": "integer", "default": 1}, "b": {"x-kubernetes-int-or-string": True},
-        "c": {"type": "string", "nullable": True},
-        "d": {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": {"y": {}}}}}  # fmt: skip
+    node = {
+        "type": "object",
+        "required": ["a", "b"],
+        "properties": {
+            "a": {"type": "integer", "default": 1},
+            "b": {"x-kubernetes-int-or-string": True},
+            "c": {"type": "string", "nullable": True},
+            "d": {
+                "type": "object",
+                "x-kubernetes-preserve-unknown-fields": True,
+                "properties": {"y": {}},
+            },
+        },
+    }
     validator = jsonschema.Draft4Validator(to_jsonschema(node))
     assert validator.is_valid({"b": 1}) and validator.is_valid(
         {"b": "50%", "c": None, "d": {"x": 1}}

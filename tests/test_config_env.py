@@ -97,10 +97,24 @@ def test_every_crow_variable_the_code_reads_is_allowed_or_no_setting() -> None:
     """A CROW_* name the code reads from the environment must not make every settings
     construction fail: each is an allowed setting or listed in NOT_SETTINGS."""
     files = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard",
-         "*.py", "*.yaml", "*.yml", "Makefile", "*.sh", "Dockerfile*"],
-        cwd=ROOT, capture_output=True, text=True, check=True,
-    ).stdout.split()  # fmt: skip
+        [
+            "git",
+            "ls-files",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+            "*.py",
+            "*.yaml",
+            "*.yml",
+            "Makefile",
+            "*.sh",
+            "Dockerfile*",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     files = [f for f in files if not f.startswith("tests/")]  # tests set refused ones on purpose
     assert "jobs/reindex.py" in files and "cluster/rayservice.yaml" in files
     # os.environ.get("X") / os.environ["X"] / os.getenv("X"), a manifest's `name: X`, `-e X`

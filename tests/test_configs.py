@@ -10,8 +10,16 @@ from deployments.graph import resolve_args
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = [ROOT / "serve_config.yaml", ROOT / "cluster" / "serve_config.gpu.yaml"]
-DEPLOYMENTS = {"Ingress", "ChatStore", "Orchestrator", "LLM", "Embedder", "Retriever", "Analytics",
-               "ReindexControl"}  # fmt: skip
+DEPLOYMENTS = {
+    "Ingress",
+    "ChatStore",
+    "Orchestrator",
+    "LLM",
+    "Embedder",
+    "Retriever",
+    "Analytics",
+    "ReindexControl",
+}
 
 
 def graph_deployment_names() -> set[str]:
@@ -26,9 +34,16 @@ def graph_deployment_names() -> set[str]:
         retriever,
     )
 
-    classes = [analytics.AnalyticsDeployment, chat_store.ChatStoreDeployment, embedder.EmbedderDeployment,
-               ingress.Ingress, llm.LLMDeployment, orchestrator.OrchestratorDeployment,
-               reindex_control.ReindexControlDeployment, retriever.RetrieverDeployment]  # fmt: skip
+    classes = [
+        analytics.AnalyticsDeployment,
+        chat_store.ChatStoreDeployment,
+        embedder.EmbedderDeployment,
+        ingress.Ingress,
+        llm.LLMDeployment,
+        orchestrator.OrchestratorDeployment,
+        reindex_control.ReindexControlDeployment,
+        retriever.RetrieverDeployment,
+    ]
     return {c.name for c in classes}
 
 
@@ -79,9 +94,12 @@ def test_the_gpu_profile_is_the_large_model_profile():
     ]
     head = cluster["headGroupSpec"]["template"]["spec"]["containers"][0]
     assert "nvidia.com/gpu" not in head["resources"]["limits"]
-    gpus = [int(c["resources"]["limits"]["nvidia.com/gpu"])
-            for g in cluster["workerGroupSpecs"] for c in g["template"]["spec"]["containers"]
-            if "nvidia.com/gpu" in c["resources"]["limits"]]  # fmt: skip
+    gpus = [
+        int(c["resources"]["limits"]["nvidia.com/gpu"])
+        for g in cluster["workerGroupSpecs"]
+        for c in g["template"]["spec"]["containers"]
+        if "nvidia.com/gpu" in c["resources"]["limits"]
+    ]
     assert gpus and max(gpus) >= v.tensor_parallel_size * v.pipeline_parallel_size
 
 
@@ -103,20 +121,28 @@ def test_the_chat_store_runs_on_the_one_pod_with_its_own_disk():
     # no CPU for Ray there: nothing but the ChatStore can be placed on that pod
     assert groups[0]["resources"] == {"CPU": "0", "chat_store": "1"}
     pod = groups[0]["template"]["spec"]
-    claims = {v["name"]: v["persistentVolumeClaim"]["claimName"] for v in pod["volumes"]
-              if "persistentVolumeClaim" in v}  # fmt: skip
+    claims = {
+        v["name"]: v["persistentVolumeClaim"]["claimName"]
+        for v in pod["volumes"]
+        if "persistentVolumeClaim" in v
+    }
     chat_db = AppSettings.from_args(app["args"]).chat_db_path
-    (mount,) = [m for m in pod["containers"][0]["volumeMounts"]
-                if chat_db.is_relative_to(m["mountPath"])]  # fmt: skip
-    pvcs = {d["metadata"]["name"]: d for d in yaml.safe_load_all(
-        (ROOT / "cluster" / "volumes.yaml").read_text())}  # fmt: skip
+    (mount,) = [
+        m for m in pod["containers"][0]["volumeMounts"] if chat_db.is_relative_to(m["mountPath"])
+    ]
+    pvcs = {
+        d["metadata"]["name"]: d
+        for d in yaml.safe_load_all((ROOT / "cluster" / "volumes.yaml").read_text())
+    }
     assert pvcs[claims[mount["name"]]]["spec"]["accessModes"] == ["ReadWriteOnce"]
     others = [
         g for g in [cluster["headGroupSpec"], *cluster["workerGroupSpecs"]] if g not in groups
     ]
     for group in others:
-        names = {v.get("persistentVolumeClaim", {}).get("claimName")
-                 for v in group["template"]["spec"].get("volumes", [])}  # fmt: skip
+        names = {
+            v.get("persistentVolumeClaim", {}).get("claimName")
+            for v in group["template"]["spec"].get("volumes", [])
+        }
         assert claims[mount["name"]] not in names
 
 
@@ -185,8 +211,10 @@ def test_the_gpu_profile_guards_every_route_and_reads_secrets_from_the_secret():
     assert args["auth"].get("mode", "keys") == "keys" and args["auth"]["allowed_hosts"]
     # the in-cluster name the eval job calls /v1 by is an allowed Host
     assert f"{service['metadata']['name']}-serve-svc" in args["auth"]["allowed_hosts"]
-    groups = [service["spec"]["rayClusterConfig"]["headGroupSpec"],
-              *service["spec"]["rayClusterConfig"]["workerGroupSpecs"]]  # fmt: skip
+    groups = [
+        service["spec"]["rayClusterConfig"]["headGroupSpec"],
+        *service["spec"]["rayClusterConfig"]["workerGroupSpecs"],
+    ]
     for group in groups:
         env = {e["name"]: e for e in group["template"]["spec"]["containers"][0]["env"]}
         token = env["ASK_CROW_OPERATOR_TOKEN"]["valueFrom"]["secretKeyRef"]
@@ -219,6 +247,5 @@ def test_every_setting_is_read_somewhere():
         for folder in ("crow", "models", "jobs", "deployments", "indexes", "dashboard")
         for p in (ROOT / folder).rglob("*.py")
     )  # settings.py too: its properties read some (a declaration has no leading dot)
-    unread = [name for name in _fields(AppSettings)
-              if f".{name.rsplit('.', 1)[-1]}" not in sources]  # fmt: skip
+    unread = [name for name in _fields(AppSettings) if f".{name.rsplit('.', 1)[-1]}" not in sources]
     assert unread == []

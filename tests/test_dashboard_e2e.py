@@ -104,11 +104,15 @@ class QuestionModel:
     def answer(result: dict) -> str:
         if "total_interactions" in result:
             rows = "\n".join(f"| {c} | {n:,} |" for c, n in sorted(result["by_channel"].items()))
-            return (f"You have **{result['total_interactions']:,}** interactions.\n\n"
-                    f"| Channel | Interactions |\n| --- | ---: |\n{rows}")  # fmt: skip
+            return (
+                f"You have **{result['total_interactions']:,}** interactions.\n\n"
+                f"| Channel | Interactions |\n| --- | ---: |\n{rows}"
+            )
         if "products" in result:
-            lines = [f"{i}. **{p['title']}**: {p['interactions']} interactions [{i}]"
-                     for i, p in enumerate(result["products"], 1)]  # fmt: skip
+            lines = [
+                f"{i}. **{p['title']}**: {p['interactions']} interactions [{i}]"
+                for i, p in enumerate(result["products"], 1)
+            ]
             return "Your top products by interactions:\n\n" + "\n".join(lines)
         if "documents" in result:
             for doc in result["documents"]:
@@ -142,8 +146,12 @@ def site(tmp_path_factory):
     services = demo.services(store, model, indexer=True)
     with serve_in_thread(create_app(services), lifespan=True) as url:
         site = Site(url, model, keys)
-        r = httpx.post(f"{url}/api/v1/qna/index", headers=site.headers(A), timeout=30,
-                       json={"id": "doc-xss", "title": XSS_TITLE, "context_type": "policy", "body": XSS_BODY})  # fmt: skip
+        r = httpx.post(
+            f"{url}/api/v1/qna/index",
+            headers=site.headers(A),
+            timeout=30,
+            json={"id": "doc-xss", "title": XSS_TITLE, "context_type": "policy", "body": XSS_BODY},
+        )
         assert r.status_code in (200, 201), r.text
         yield site
     store.close()
@@ -166,16 +174,27 @@ def page(site, browser):
     model.delta_delay_s = 0.0
     model.miscount = False
     context = browser.new_context(
-        base_url=url, viewport={"width": 1280, "height": 860},
+        base_url=url,
+        viewport={"width": 1280, "height": 860},
         permissions=["clipboard-read", "clipboard-write"],
-    )  # fmt: skip
+    )
     context.set_default_timeout(TIMEOUT_MS)
     page = context.new_page()
     # (path, X-Organization-Id, Authorization) of every API request the page makes
     page.api_headers = []
-    page.on("request", lambda r: "/api/v1/" in r.url and page.api_headers.append(
-        (r.url.split("/api/v1/", 1)[1], r.headers.get("x-organization-id"),
-         r.headers.get("authorization"))))  # fmt: skip
+    page.on(
+        "request",
+        lambda r: (
+            "/api/v1/" in r.url
+            and page.api_headers.append(
+                (
+                    r.url.split("/api/v1/", 1)[1],
+                    r.headers.get("x-organization-id"),
+                    r.headers.get("authorization"),
+                )
+            )
+        ),
+    )
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     yield page
@@ -206,9 +225,14 @@ def test_page_and_assets_are_served_with_a_strict_policy(site):
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
     assert "script-src 'self'" in r.headers["content-security-policy"]
     assert '<script type="module" src="/static/app.js">' in r.text
-    for asset, kind in [("app.js", "javascript"), ("api.js", "javascript"), ("keys.js", "javascript"),
-                        ("markdown.js", "javascript"), ("style.css", "text/css"),
-                        ("crow.svg", "image/svg+xml")]:  # fmt: skip
+    for asset, kind in [
+        ("app.js", "javascript"),
+        ("api.js", "javascript"),
+        ("keys.js", "javascript"),
+        ("markdown.js", "javascript"),
+        ("style.css", "text/css"),
+        ("crow.svg", "image/svg+xml"),
+    ]:
         r = httpx.get(f"{site.url}/static/{asset}")
         assert r.status_code == 200 and kind in r.headers["content-type"], asset
     r = httpx.get(site.url + "/static/missing.js")
@@ -482,8 +506,10 @@ def test_sign_in_with_the_form_or_a_link_and_forget_the_key(site, page):
     expect(page).to_have_url(re.compile(f"org={B}"))
 
     # the key stops working (revoked, expired): the next call leads back to the form
-    page.evaluate("([org, key]) => sessionStorage.setItem('crow.keys', JSON.stringify({[org]: key}))",
-                  [B, BAD_KEY])  # fmt: skip
+    page.evaluate(
+        "([org, key]) => sessionStorage.setItem('crow.keys', JSON.stringify({[org]: key}))",
+        [B, BAD_KEY],
+    )
     page.get_by_role("button", name="Tell me about our company", exact=True).click()
     expect(signin).to_be_visible()
     expect(error).to_have_text("the API key is unknown, revoked or expired")
@@ -590,17 +616,48 @@ def test_markdown_renderer_never_emits_markup_from_its_input(site, page):
         "> <a href=javascript:alert(1)>quote</a>\n\n# <h1>head</h1>\n\n---",
     ]
     out = page.evaluate(RENDER_CHECK, payloads)
-    allowed_tags = {"A", "BLOCKQUOTE", "BUTTON", "CODE", "DIV", "EM", "H3", "HR", "LI", "OL",
-                    "P", "PRE", "STRONG", "TABLE", "TBODY", "TD", "TH", "THEAD", "TR", "UL"}  # fmt: skip
+    allowed_tags = {
+        "A",
+        "BLOCKQUOTE",
+        "BUTTON",
+        "CODE",
+        "DIV",
+        "EM",
+        "H3",
+        "HR",
+        "LI",
+        "OL",
+        "P",
+        "PRE",
+        "STRONG",
+        "TABLE",
+        "TBODY",
+        "TD",
+        "TH",
+        "THEAD",
+        "TR",
+        "UL",
+    }
     assert set(out["tags"]) <= allowed_tags, out["tags"]
     assert not [a for a in out["attrs"] if a.startswith("on") or a in ("src", "style")], out
     # javascript: is never a link; a quote in a URL stays inside its href (no new attribute)
-    assert out["hrefs"] == ["https://example.com/a_b_c", "mailto:a@b.c",
-                            'https://e.com/"onmouseover="window.__xss=7'], out["hrefs"]  # fmt: skip
+    assert out["hrefs"] == [
+        "https://example.com/a_b_c",
+        "mailto:a@b.c",
+        'https://e.com/"onmouseover="window.__xss=7',
+    ], out["hrefs"]
     joined = "\n".join(out["texts"])
-    for literal in ('<img src=x onerror="window.__xss=5">', "<script>window.__xss=8</script>",
-                    "<b>b</b>", "<svg onload=window.__xss=9>", "<iframe src=javascript:alert(1)>",
-                    "<style>*{}</style>", "<h1>head</h1>", "[9]", "(javascript:window.__xss=6)"):  # fmt: skip
+    for literal in (
+        '<img src=x onerror="window.__xss=5">',
+        "<script>window.__xss=8</script>",
+        "<b>b</b>",
+        "<svg onload=window.__xss=9>",
+        "<iframe src=javascript:alert(1)>",
+        "<style>*{}</style>",
+        "<h1>head</h1>",
+        "[9]",
+        "(javascript:window.__xss=6)",
+    ):
         assert literal in joined, literal
     page.wait_for_timeout(200)
     assert page.evaluate("typeof window.__xss") == "undefined"

@@ -14,10 +14,19 @@ from crow.ingest import ingest, validate_rows
 from crow.upload import IngestRejected
 from tests.conftest import ORG_A
 
-ROWS = validate_rows("patterns", [
-    {"id": f"pat-{i}", "type": "trend", "title": f"T{i}", "detected_at": "2026-11-01T00:00:00Z",
-     "confidence": 0.5} for i in range(4)
-])  # fmt: skip
+ROWS = validate_rows(
+    "patterns",
+    [
+        {
+            "id": f"pat-{i}",
+            "type": "trend",
+            "title": f"T{i}",
+            "detected_at": "2026-11-01T00:00:00Z",
+            "confidence": 0.5,
+        }
+        for i in range(4)
+    ],
+)
 
 
 def failing_batches():
@@ -94,8 +103,11 @@ def test_concurrent_appends_of_the_same_rows_write_them_once(lake, monkeypatch):
     assert [(e.row, e.field) for e in rejected.errors] == [(1, "id"), (2, "id")]
     assert "already exists" in rejected.errors[0].reason
     assert sorted(r["id"] for r in lake.read_table(ORG_A, "patterns").to_pylist()) == [
-        "pat-0", "pat-1", "pat-2", "pat-3"
-    ]  # fmt: skip
+        "pat-0",
+        "pat-1",
+        "pat-2",
+        "pat-3",
+    ]
 
 
 def test_an_append_of_existing_ids_writes_nothing(lake):

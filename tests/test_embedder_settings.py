@@ -12,9 +12,11 @@ from pydantic import ValidationError
 from crow.config_source import ConfigError, settings_from_config_arg
 from crow.settings import AppSettings, EmbedderSettings
 
-CONFIG = "applications:\n  - name: crow\n    args:\n      var_dir: {var}\n" \
-         "      embedder: {{model: BAAI/bge-m3, device: cuda, fp16: true, dim: 1024, " \
-         "max_seq_length: 512}}\n"  # fmt: skip
+CONFIG = (
+    "applications:\n  - name: crow\n    args:\n      var_dir: {var}\n"
+    "      embedder: {{model: BAAI/bge-m3, device: cuda, fp16: true, dim: 1024, "
+    "max_seq_length: 512}}\n"
+)
 
 
 def test_embedder_dim_and_max_seq_length() -> None:
@@ -135,7 +137,9 @@ def test_config_from_the_dashboard_is_what_is_served(dashboard, capsys) -> None:
     url, gpu = dashboard
     assert settings_from_config_arg(url) == settings_from_config_arg(gpu)
     assert settings_from_config_arg(url + "/").llm.backend == "vllm"
-    with pytest.raises(ConfigError, match=r"no application 'other' is deployed there \(deployed: \['crow'\]\)"):
+    with pytest.raises(
+        ConfigError, match=r"no application 'other' is deployed there \(deployed: \['crow'\]\)"
+    ):
         settings_from_config_arg(url, app="other")
     closed = "http://127.0.0.1:9"  # discard port: nothing listens
     with pytest.raises(ConfigError, match="cannot read"):

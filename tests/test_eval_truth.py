@@ -30,8 +30,9 @@ def demo(tmp_path_factory):
 
 
 def answer(text: str, tools: tuple[str, ...] = (), sources: tuple[Source, ...] = ()):
-    return SimpleNamespace(content=text, sources=list(sources),
-                           tool_steps=[{"name": t} for t in tools])  # fmt: skip
+    return SimpleNamespace(
+        content=text, sources=list(sources), tool_steps=[{"name": t} for t in tools]
+    )
 
 
 @pytest.mark.parametrize("path", TRUTH_FILES, ids=lambda p: p.name)
@@ -49,8 +50,10 @@ def test_a_windowed_truth_means_what_the_summary_tool_counts_for_the_same_words(
     from crow.agent.context import ToolContext
     from crow.agent.tools import TOOLS_BY_NAME
 
-    sql = ("SELECT count(*) FROM interactions WHERE channel = 'web' "
-           "AND occurred_at >= (SELECT t FROM anchor) - INTERVAL 7 DAY")  # fmt: skip
+    sql = (
+        "SELECT count(*) FROM interactions WHERE channel = 'web' "
+        "AND occurred_at >= (SELECT t FROM anchor) - INTERVAL 7 DAY"
+    )
     [[expected]] = truth.expected({"sql": sql}, demo.lake, "acme-outdoor")
     ctx = ToolContext("acme-outdoor", **demo.proxies())
     tool = TOOLS_BY_NAME["get_interaction_summary"]
@@ -90,7 +93,9 @@ def test_facts_alternatives_citations_and_small_talk():
     assert not truth.judge(cites, None, answer("People viewed it [1].", sources=(web,)))
     hello = {"no_tools": True}
     assert truth.judge(hello, None, answer("Hello! How can I help?"))
-    assert not truth.judge(hello, None, answer("You have 20,000 interactions.", ("get_interaction_summary",)))  # fmt: skip
+    assert not truth.judge(
+        hello, None, answer("You have 20,000 interactions.", ("get_interaction_summary",))
+    )
 
 
 def test_a_follow_up_is_asked_after_its_history_and_graded_on_its_own_answer(demo):

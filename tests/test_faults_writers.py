@@ -31,10 +31,19 @@ ORG = "acme-outdoor"
 
 
 def pattern_rows(ids, title="T"):
-    return validate_rows("patterns", [
-        {"id": i, "type": "trend", "title": title, "detected_at": "2026-11-01T00:00:00Z",
-         "confidence": 0.5} for i in ids
-    ])  # fmt: skip
+    return validate_rows(
+        "patterns",
+        [
+            {
+                "id": i,
+                "type": "trend",
+                "title": title,
+                "detected_at": "2026-11-01T00:00:00Z",
+                "confidence": 0.5,
+            }
+            for i in ids
+        ],
+    )
 
 
 OLD = [f"old-{i}" for i in range(6)]
@@ -129,8 +138,12 @@ def kill_a_writer(tmp_path: Path, lake: DataLake, mode: str, stop_at: str) -> No
     marker = tmp_path / "stopped"
     proc = subprocess.Popen(
         [sys.executable, "-c", WRITER, str(lake.root), mode, stop_at, str(marker)],
-        cwd=REPO, env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        cwd=REPO,
+        env=child_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         wait_for(marker, proc)
         # it really is mid-write: something unpublished is on disk, and it holds the lock
@@ -247,8 +260,16 @@ def test_two_processes_appending_the_same_rows_write_them_once(lake, tmp_path):
         checked = [tmp_path / f"checked-{n}", tmp_path / f"checked-{1 - n}"]
         command = [sys.executable, "-c", APPENDER, go, ready[-1], *checked, *args]
         command = [str(c) for c in command]
-        procs.append(subprocess.Popen(command, cwd=REPO, env=child_env(), text=True,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE))  # fmt: skip
+        procs.append(
+            subprocess.Popen(
+                command,
+                cwd=REPO,
+                env=child_env(),
+                text=True,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+        )
     try:
         for path, proc in zip(ready, procs, strict=True):
             wait_for(path, proc)

@@ -43,12 +43,30 @@ def gpu_resolution() -> dict[str, Version]:
     glibc = [f"--platform=manylinux_2_{minor}_x86_64" for minor in range(17, 36)]  # Ubuntu 22.04
     requirements = project()["dependencies"] + project()["optional-dependencies"]["gpu"]
     report = subprocess.run(
-        [sys.executable, "-m", "pip", "--isolated", "install", "--dry-run", "--quiet",
-         "--ignore-installed", "--report", "-", "--only-binary=:all:", "--implementation=cp",
-         f"--python-version={img.python}", *glibc, "--platform=manylinux2014_x86_64",
-         "--platform=linux_x86_64", *requirements],
-        capture_output=True, text=True, timeout=540, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--isolated",
+            "install",
+            "--dry-run",
+            "--quiet",
+            "--ignore-installed",
+            "--report",
+            "-",
+            "--only-binary=:all:",
+            "--implementation=cp",
+            f"--python-version={img.python}",
+            *glibc,
+            "--platform=manylinux2014_x86_64",
+            "--platform=linux_x86_64",
+            *requirements,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=540,
+        check=False,
+    )
     assert report.returncode == 0, f"the GPU extra does not resolve:\n{report.stderr[-3000:]}"
     installs = json.loads(report.stdout)["install"]
     return {

@@ -99,8 +99,10 @@ def test_deleting_a_session_while_it_is_answered_is_404_not_500(demo, store, ha)
 
         async def ask_and_delete():
             loop = asyncio.get_running_loop()
-            ask = loop.run_in_executor(None, lambda: client.post(
-                f"{BASE}/{sid}/messages", json={"content": "hi"}, headers=ha))  # fmt: skip
+            ask = loop.run_in_executor(
+                None,
+                lambda: client.post(f"{BASE}/{sid}/messages", json={"content": "hi"}, headers=ha),
+            )
             await asyncio.sleep(0.2)
             deleted = await loop.run_in_executor(
                 None, lambda: client.delete(f"{BASE}/{sid}", headers=ha)

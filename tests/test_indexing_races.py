@@ -52,14 +52,18 @@ def make_lake(settings: AppSettings, n_docs: int = 5) -> DataLake:
     lake.register_org(ORG, "Acme Outdoor")
     rows = [doc_row(f"doc-seed-{i}", f"seedword{i} catalogue") for i in range(n_docs)]
     lake.write(ORG, "documents", [validate_rows("documents", rows)], mode="upsert")
-    build_index(lake, IndexStore(settings.index_dir), EMB.embed, ORG, "org_context",
-                model=EMB.name)  # fmt: skip
+    build_index(lake, IndexStore(settings.index_dir), EMB.embed, ORG, "org_context", model=EMB.name)
     return lake
 
 
 def doc_row(doc_id: str, words: str) -> dict:
-    return {"id": doc_id, "title": f"Note {doc_id}", "context_type": "policy",
-            "body": f"{words} {words}", "updated_at": "2026-01-01T00:00:00Z"}  # fmt: skip
+    return {
+        "id": doc_id,
+        "title": f"Note {doc_id}",
+        "context_type": "policy",
+        "body": f"{words} {words}",
+        "updated_at": "2026-01-01T00:00:00Z",
+    }
 
 
 def api_record(doc_id: str, words: str) -> tuple[dict, np.ndarray]:
@@ -114,7 +118,9 @@ class FakeRay:
 
 def run_job_reindex(settings: AppSettings, monkeypatch, fake: FakeRay) -> dict:
     monkeypatch.setattr(reindex, "embed_with_ray", fake)
-    return reindex.reindex_collection(settings, ORG, "org_context", full=True, recorder=RecordingJob())
+    return reindex.reindex_collection(
+        settings, ORG, "org_context", full=True, recorder=RecordingJob()
+    )
 
 
 # --- concurrent adds -------------------------------------------------------------------------
@@ -242,9 +248,12 @@ def test_a_source_reindex_replaces_only_the_sources_documents(tmp_path, monkeypa
         assert job["state"] == "succeeded", job
         assert "knowledge source folder" in job["detail"] and "2 documents" in job["detail"]
     assert lake_docs(settings) == {
-        "doc-seed-0": "ingest", "doc-seed-1": "ingest", "doc-api-1": "api",
-        "kb-returns.md": "source:folder", "kb-hours.md": "source:folder",
-    }  # fmt: skip
+        "doc-seed-0": "ingest",
+        "doc-seed-1": "ingest",
+        "doc-api-1": "api",
+        "kb-returns.md": "source:folder",
+        "kb-hours.md": "source:folder",
+    }
     assert live_ids(settings) == set(lake_docs(settings))
     assert top_hit(settings, "apiword giraffe") == "doc-api-1"
     assert top_hit(settings, "returnpolicy sixty") == "kb-returns.md"
@@ -330,17 +339,22 @@ print("published without being killed")
 @pytest.mark.faults
 @pytest.mark.parametrize(
     ("point", "with_source"),
-    [("publish:staged", False), ("publish:renamed", False), ("build:data-switched", True),
-     ("publish:renamed", True)],
-)  # fmt: skip
+    [
+        ("publish:staged", False),
+        ("publish:renamed", False),
+        ("build:data-switched", True),
+        ("publish:renamed", True),
+    ],
+)
 def test_a_build_killed_mid_publish_leaves_the_old_version_serving(tmp_path, point, with_source):
     kb = tmp_path / "kb"
     _kb(kb, returns="returnpolicy sixty days")
     settings = make_settings(tmp_path, source=kb if with_source else None)
     make_lake(settings, n_docs=3)
     stale = validate_rows("documents", [doc_row("kb-gone.md", "removedpage")])[0]
-    DataLake(settings.data_dir).write(ORG, "documents", [[{**stale, "origin": "source:folder"}]],
-                                      mode="upsert")  # fmt: skip
+    DataLake(settings.data_dir).write(
+        ORG, "documents", [[{**stale, "origin": "source:folder"}]], mode="upsert"
+    )
     store = IndexStore(settings.index_dir)
     build_index(DataLake(settings.data_dir), store, EMB.embed, ORG, "org_context", model=EMB.name)
     serving = store.current(ORG, "org_context")
@@ -350,8 +364,12 @@ def test_a_build_killed_mid_publish_leaves_the_old_version_serving(tmp_path, poi
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
         [sys.executable, "-c", KILLED_BUILD, point, str(marker), settings.model_dump_json()],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 60
         while not marker.exists():
@@ -378,14 +396,23 @@ def test_a_build_killed_mid_publish_leaves_the_old_version_serving(tmp_path, poi
     from crow.indexer import load_source_records
 
     records, _ = load_source_records(settings, ORG) or (None, {})
-    meta = build_index(DataLake(settings.data_dir), store, EMB.embed, ORG, "org_context",
-                       model=EMB.name, source_records=records)  # fmt: skip
+    meta = build_index(
+        DataLake(settings.data_dir),
+        store,
+        EMB.embed,
+        ORG,
+        "org_context",
+        model=EMB.name,
+        source_records=records,
+    )
     assert store.current(ORG, "org_context") == meta.version != serving
     docs = lake_docs(settings)
     kb_docs = {"kb-returns.md"} if with_source else {"kb-gone.md"}
-    assert live_ids(settings) == set(docs) == {
-        "doc-seed-0", "doc-seed-1", "doc-seed-2", "doc-api-after", *kb_docs
-    }  # fmt: skip
+    assert (
+        live_ids(settings)
+        == set(docs)
+        == {"doc-seed-0", "doc-seed-1", "doc-seed-2", "doc-api-after", *kb_docs}
+    )
     assert top_hit(settings, "afterkill okapi") == "doc-api-after"
     assert not list((store.collection_dir(ORG, "org_context") / ".staging").glob("*"))
 
@@ -408,9 +435,16 @@ def test_sixteen_concurrent_qna_index_requests_are_all_searchable(tmp_path):
     app = create_app(demo.services(store, ScriptedChatModel(), indexer=True))
     words = [f"zebracode{n:02d} quokka{n:02d} lantern{n:02d}" for n in range(16)]
     with TestClient(app) as client, ThreadPoolExecutor(16) as pool:
-        posts = list(pool.map(lambda w: client.post(
-            "/api/v1/qna/index", json={"title": w, "body": f"Policy about {w}."}, headers=headers),
-            words))  # fmt: skip
+        posts = list(
+            pool.map(
+                lambda w: client.post(
+                    "/api/v1/qna/index",
+                    json={"title": w, "body": f"Policy about {w}."},
+                    headers=headers,
+                ),
+                words,
+            )
+        )
         assert [r.status_code for r in posts] == [201] * 16
         for post, w in zip(posts, words, strict=True):
             hits = client.get("/api/v1/qna/search", params={"query": w, "topK": 1}, headers=headers)

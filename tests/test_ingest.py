@@ -11,16 +11,32 @@ import pytest
 from tests.conftest import ORG_A, ORG_B, assert_error
 
 PRODUCTS = [
-    {"id": "p1", "title": "Dome Tent 2", "category": "Tents", "price": 199.0,
-     "attributes": {"color": "green"}},
-    {"id": "p2", "title": "Trail Runner", "category": "Footwear", "price": 120.5,
-     "description": "Light and fast"},
-]  # fmt: skip
+    {
+        "id": "p1",
+        "title": "Dome Tent 2",
+        "category": "Tents",
+        "price": 199.0,
+        "attributes": {"color": "green"},
+    },
+    {
+        "id": "p2",
+        "title": "Trail Runner",
+        "category": "Footwear",
+        "price": 120.5,
+        "description": "Light and fast",
+    },
+]
 INTERACTIONS = [
-    {"id": "i1", "channel": "web", "occurred_at": "2026-11-01T10:00:00Z", "text": "Viewed tent",
-     "product_id": "p1", "metadata": {"device": "mobile"}},
+    {
+        "id": "i1",
+        "channel": "web",
+        "occurred_at": "2026-11-01T10:00:00Z",
+        "text": "Viewed tent",
+        "product_id": "p1",
+        "metadata": {"device": "mobile"},
+    },
     {"id": "i2", "channel": "cctv", "occurred_at": "2026-11-02T11:00:00", "text": "Dwelled 40s"},
-]  # fmt: skip
+]
 
 
 def as_jsonl(rows) -> bytes:
@@ -55,9 +71,12 @@ def post(client, collection, body, *, content_type=None, org=ORG_A, **params):
 
 @pytest.mark.parametrize(
     ("encode", "content_type"),
-    [(as_jsonl, "application/x-ndjson"), (as_csv, "text/csv"),
-     (as_parquet, "application/vnd.apache.parquet")],
-)  # fmt: skip
+    [
+        (as_jsonl, "application/x-ndjson"),
+        (as_csv, "text/csv"),
+        (as_parquet, "application/vnd.apache.parquet"),
+    ],
+)
 @pytest.mark.parametrize(
     ("collection", "rows"), [("products", PRODUCTS), ("interactions", INTERACTIONS)]
 )
@@ -74,8 +93,9 @@ def test_each_format_is_ingested_and_readable(client, lake, encode, content_type
 
 
 def test_format_from_query_parameter_overrides_content_type(client, lake):
-    r = post(client, "products", as_csv(PRODUCTS), content_type="application/octet-stream",
-             format="csv")  # fmt: skip
+    r = post(
+        client, "products", as_csv(PRODUCTS), content_type="application/octet-stream", format="csv"
+    )
     assert r.status_code == 201, r.text
 
 
@@ -98,8 +118,11 @@ def test_a_bad_row_rejects_the_whole_batch_and_writes_nothing(client, lake, sett
         {"id": "p4", "title": "", "category": "Tents", "price": -5},
         {"id": "p5", "title": "No category", "price": 3, "colour": "red"},
     ]
-    error = assert_error(post(client, "products", as_jsonl(bad), content_type="application/x-ndjson"),
-                         422, "invalid_rows")  # fmt: skip
+    error = assert_error(
+        post(client, "products", as_jsonl(bad), content_type="application/x-ndjson"),
+        422,
+        "invalid_rows",
+    )
     assert "2 of 3 rows are invalid" in error["message"]
     got = {(d["row"], d["field"]) for d in error["details"]}
     assert {(2, "title"), (2, "price"), (3, "category"), (3, "colour")} <= got
@@ -110,9 +133,15 @@ def test_a_bad_row_rejects_the_whole_batch_and_writes_nothing(client, lake, sett
 
 def test_malformed_jsonl_and_csv_values_are_row_errors(client, lake):
     error = assert_error(
-        post(client, "interactions", b'{"id": "i1"}\nnot json\n[1]', content_type="application/x-ndjson"),
-        422, "invalid_rows",
-    )  # fmt: skip
+        post(
+            client,
+            "interactions",
+            b'{"id": "i1"}\nnot json\n[1]',
+            content_type="application/x-ndjson",
+        ),
+        422,
+        "invalid_rows",
+    )
     assert [d["row"] for d in error["details"]] == [2, 3]
     csv_body = b"id,channel,occurred_at,text,metadata\ni9,web,2026-01-01T00:00:00,hi,{oops\n"
     error = assert_error(
@@ -124,12 +153,18 @@ def test_malformed_jsonl_and_csv_values_are_row_errors(client, lake):
 
 def test_duplicate_and_existing_ids(client, lake):
     dup = [PRODUCTS[0], PRODUCTS[0]]
-    error = assert_error(post(client, "products", as_jsonl(dup), content_type="application/x-ndjson"),
-                         422, "invalid_rows")  # fmt: skip
+    error = assert_error(
+        post(client, "products", as_jsonl(dup), content_type="application/x-ndjson"),
+        422,
+        "invalid_rows",
+    )
     assert error["details"] == [{"row": 2, "field": "id", "reason": "duplicate of row 1"}]
     post(client, "products", as_jsonl(PRODUCTS), content_type="application/x-ndjson")
-    error = assert_error(post(client, "products", as_jsonl(PRODUCTS[:1]), content_type="application/x-ndjson"),
-                         422, "invalid_rows")  # fmt: skip
+    error = assert_error(
+        post(client, "products", as_jsonl(PRODUCTS[:1]), content_type="application/x-ndjson"),
+        422,
+        "invalid_rows",
+    )
     assert "mode=upsert" in error["details"][0]["reason"]
     assert lake.count(ORG_A, "products") == 2
 
@@ -172,8 +207,11 @@ def test_upload_size_is_bounded(settings, lake, store, client):
         )
         # no declared length (a chunked upload): counted as it streams
         chunks = (b"x" * 30 for _ in range(4))
-        r = c.post("/api/v1/ingest/products", content=chunks,
-                   headers={**c.as_org(ORG_A), "Content-Type": "text/csv"})  # fmt: skip
+        r = c.post(
+            "/api/v1/ingest/products",
+            content=chunks,
+            headers={**c.as_org(ORG_A), "Content-Type": "text/csv"},
+        )
         assert "content-length" not in r.request.headers
         assert_error(r, 413, "payload_too_large")
     assert lake.count(ORG_A, "products") == 0
@@ -185,8 +223,11 @@ def test_bad_collection_and_mode_are_422(client):
         422,
         "invalid_request",
     )
-    assert_error(post(client, "products", b"{}", content_type="application/x-ndjson", mode="merge"),
-                 422, "invalid_request")  # fmt: skip
+    assert_error(
+        post(client, "products", b"{}", content_type="application/x-ndjson", mode="merge"),
+        422,
+        "invalid_request",
+    )
 
 
 def test_empty_upload_is_rejected(client):
@@ -238,15 +279,18 @@ def test_a_small_parquet_of_millions_of_rows_is_refused_before_it_is_decoded(
 
 @pytest.mark.parametrize(
     ("body", "content_type"),
-    [(b'{"id": "p1"}\n' * 100_000, "application/x-ndjson"),
-     (b"id\n" + b"p1\n" * 100_000, "text/csv")],
-)  # fmt: skip
+    [
+        (b'{"id": "p1"}\n' * 100_000, "application/x-ndjson"),
+        (b"id\n" + b"p1\n" * 100_000, "text/csv"),
+    ],
+)
 def test_jsonl_and_csv_over_the_row_cap_are_refused_as_read(
     client, lake, settings, store, body, content_type
 ):
     with limited_client(client, settings, lake, store, max_ingest_rows=10) as c:
-        error = assert_error(post(c, "products", body, content_type=content_type),
-                             422, "invalid_rows")  # fmt: skip
+        error = assert_error(
+            post(c, "products", body, content_type=content_type), 422, "invalid_rows"
+        )
         assert error["message"] == "more than the 10 rows allowed in one batch"
         rows = "\n".join(json.dumps({**PRODUCTS[0], "id": f"p{i}"}) for i in range(10))
         r = post(c, "products", rows.encode(), content_type="application/x-ndjson")
@@ -259,8 +303,9 @@ def test_a_parquet_upload_is_bounded_by_its_decoded_size(client, lake, settings,
     with limited_client(client, settings, lake, store, max_ingest_bytes=64 * 1024) as c:
         error = assert_error(
             post(c, "products", body, content_type="application/vnd.apache.parquet"),
-            422, "invalid_rows",
-        )  # fmt: skip
+            422,
+            "invalid_rows",
+        )
         assert "bytes decoded" in error["message"]
         r = post(c, "products", as_parquet(PRODUCTS), content_type="application/vnd.apache.parquet")
         assert r.status_code == 201, r.text

@@ -57,8 +57,16 @@ def test_bad_sources_fail_clearly(tmp_path):
 
 
 def test_org_settings_validate_cron_and_source():
-    s = AppSettings.from_args({"orgs": {"acme-outdoor": {
-        "reindex_cron": "0 3 * * *", "knowledge_source": {"kind": "git", "location": "/kb"}}}})  # fmt: skip
+    s = AppSettings.from_args(
+        {
+            "orgs": {
+                "acme-outdoor": {
+                    "reindex_cron": "0 3 * * *",
+                    "knowledge_source": {"kind": "git", "location": "/kb"},
+                }
+            }
+        }
+    )
     assert s.orgs["acme-outdoor"].knowledge_source.kind == "git"
     with pytest.raises(ValueError, match="cron"):
         AppSettings.from_args({"orgs": {"acme-outdoor": {"reindex_cron": "every day"}}})
@@ -119,10 +127,18 @@ def test_file_count_and_size_are_capped(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize(
     "location",
-    ["http://example.com/kb.git", "ssh://git@example.com/kb.git", "git://example.com/kb",
-     "git@example.com:kb.git", "ext::sh -c touch% /tmp/pwned", "/srv/kb", "-uhoh",
-     "https://", "file://remote-host/srv/kb"],
-)  # fmt: skip
+    [
+        "http://example.com/kb.git",
+        "ssh://git@example.com/kb.git",
+        "git://example.com/kb",
+        "git@example.com:kb.git",
+        "ext::sh -c touch% /tmp/pwned",
+        "/srv/kb",
+        "-uhoh",
+        "https://",
+        "file://remote-host/srv/kb",
+    ],
+)
 def test_git_sources_are_https_urls(location):
     with pytest.raises(kb_source.SourceError, match="https://"):
         kb_source.load("git", location)

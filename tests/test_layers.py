@@ -133,8 +133,11 @@ def test_the_walker_sees_lazy_and_relative_imports():
     )
     found = imports_in(source, Path("jobs/x.py"))
     assert [(i.line, i.name) for i in found] == [
-        (1, "os"), (2, "benchmarks.peer"), (4, "jobs.eval.main"), (5, "tests.conftest"),
-    ]  # fmt: skip
+        (1, "os"),
+        (2, "benchmarks.peer"),
+        (4, "jobs.eval.main"),
+        (5, "tests.conftest"),
+    ]
     assert found[2].origin == "jobs.eval" and found[2].target == "jobs"
 
 
@@ -151,9 +154,10 @@ def test_every_package_of_ours_has_a_rule():
 
 def test_each_package_imports_only_the_packages_below_it():
     bad = [
-        i for i in all_imports()
+        i
+        for i in all_imports()
         if i.target in OURS and i.target != i.source and i.target not in MAY_IMPORT[i.source]
-    ]  # fmt: skip
+    ]
     fail_on(bad, "imports against the layering (see this module's docstring)")
 
 
@@ -179,10 +183,12 @@ def test_no_import_cycles_between_our_packages():
 
 def test_production_code_never_imports_tests_benchmarks_or_harnesses():
     bad = [
-        i for i in all_imports()
-        if i.source in PRODUCTION and not is_testing_module(i.importer)
+        i
+        for i in all_imports()
+        if i.source in PRODUCTION
+        and not is_testing_module(i.importer)
         and (i.target in {"tests", "benchmarks"} or is_testing_module(i.name))
-    ]  # fmt: skip
+    ]
     fail_on(bad, "production code importing tests, benchmarks or a testing module")
 
 
@@ -193,9 +199,10 @@ def test_the_core_never_imports_ray():
 
 def test_production_code_uses_no_private_ray_api():
     bad = [
-        i for i in all_imports()
+        i
+        for i in all_imports()
         if i.source in PRODUCTION and i.target == "ray" and "_private" in i.name.split(".")
-    ]  # fmt: skip
+    ]
     fail_on(bad, "production code on Ray's private API (harnesses belong in testing/)")
 
 
@@ -208,9 +215,10 @@ def test_test_modules_take_helpers_from_conftest_or_helper_modules():
         return None
 
     bad = [
-        i for i in all_imports()
+        i
+        for i in all_imports()
         if i.target == "tests" and (m := test_module(i.name)) and m != i.importer
-    ]  # fmt: skip
+    ]
     fail_on(
         bad,
         "imports from another test module (helpers belong in conftest.py or a helper "
@@ -224,8 +232,9 @@ def test_the_distribution_ships_the_production_packages_only():
     find = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
     include, exclude = find["find"].get("include", ["*"]), find["find"].get("exclude", [])
     shipped = {
-        p for p in top_level_packages()
+        p
+        for p in top_level_packages()
         if any(fnmatchcase(p, pat) for pat in include)
         and not any(fnmatchcase(p, pat) for pat in exclude)
-    }  # fmt: skip
+    }
     assert shipped == PRODUCTION

@@ -77,14 +77,33 @@ def test_the_daily_token_quota(tmp_path, store):
             50,
             0,
         )
-        for r in (api.post(f"{SESSIONS}/{sid}/messages", json={"content": "again"}, headers=a),
-                  api.post("/api/v1/qna/query", json={"content": "returns?"}, headers=a),
-                  api.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "x"}]},
-                           headers=a),
-                  # an A2A message sent not to wait for (fire and forget) counts the same
-                  api.post("/a2a", headers=a, json={"jsonrpc": "2.0", "id": 1, "method": "message/send",
-                           "params": {"configuration": {"blocking": False}, "message": {
-                               "role": "user", "messageId": "m", "parts": [{"kind": "text", "text": "x"}]}}})):  # fmt: skip
+        for r in (
+            api.post(f"{SESSIONS}/{sid}/messages", json={"content": "again"}, headers=a),
+            api.post("/api/v1/qna/query", json={"content": "returns?"}, headers=a),
+            api.post(
+                "/v1/chat/completions",
+                json={"messages": [{"role": "user", "content": "x"}]},
+                headers=a,
+            ),
+            # an A2A message sent not to wait for (fire and forget) counts the same
+            api.post(
+                "/a2a",
+                headers=a,
+                json={
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "message/send",
+                    "params": {
+                        "configuration": {"blocking": False},
+                        "message": {
+                            "role": "user",
+                            "messageId": "m",
+                            "parts": [{"kind": "text", "text": "x"}],
+                        },
+                    },
+                },
+            ),
+        ):
             error = assert_error(r, 429, "quota_exceeded")
             assert 0 < int(r.headers["retry-after"]) <= 86_400 and "00:00 UTC" in error["message"]
         assert api.get("/api/v1/usage", headers=b).json()["tokens_used"] == 0  # per organization
@@ -128,8 +147,15 @@ def test_bodies_are_bounded_on_every_route_declared_or_chunked(settings, lake, s
     }
     with TestClient(app, base_url="http://127.0.0.1:8000", raise_server_exceptions=False) as api:
         sid = api.post(SESSIONS, headers=a).json()["id"]
-        for path in (f"{SESSIONS}/{sid}/messages", f"{SESSIONS}/{sid}/messages/stream",
-                     "/v1/chat/completions", "/a2a", "/a2a/tasks/send", "/mcp", "/api/v1/qna/index"):  # fmt: skip
+        for path in (
+            f"{SESSIONS}/{sid}/messages",
+            f"{SESSIONS}/{sid}/messages/stream",
+            "/v1/chat/completions",
+            "/a2a",
+            "/a2a/tasks/send",
+            "/mcp",
+            "/api/v1/qna/index",
+        ):
             r = api.post(path, content=chunked(10_000), headers=json_headers)
             assert "content-length" not in r.request.headers
             assert_error(r, 413, "payload_too_large")
@@ -155,7 +181,8 @@ def test_a_slow_embedding_is_504_after_timeouts_embed_s(settings, lake, store):
     services = Services(settings=quick, lake=lake, store=ThreadProxy(store), embedder=Stuck())
     with TestClient(create_app(services), raise_server_exceptions=False) as api:
         started = time.monotonic()
-        r = api.get("/api/v1/products/search", params={"query": "tent"},
-                    headers=key_headers(store, ORG_A))  # fmt: skip
+        r = api.get(
+            "/api/v1/products/search", params={"query": "tent"}, headers=key_headers(store, ORG_A)
+        )
         assert_error(r, 504, "embed_timeout")
         assert time.monotonic() - started < 2

@@ -43,10 +43,20 @@ def _sse(payload: dict[str, Any] | str) -> str:
 
 
 TOOL_DELTAS = [
-    _chunk({"tool_calls": [{"index": 0, "id": "c0", "type": "function",
-                            "function": {"name": "search_products", "arguments": '{"query": '}}]}),
+    _chunk(
+        {
+            "tool_calls": [
+                {
+                    "index": 0,
+                    "id": "c0",
+                    "type": "function",
+                    "function": {"name": "search_products", "arguments": '{"query": '},
+                }
+            ]
+        }
+    ),
     _chunk({"tool_calls": [{"index": 0, "function": {"arguments": '"tents"}'}}]}),
-]  # fmt: skip
+]
 USAGE = {**_chunk({}), "choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 4}}
 
 
@@ -245,9 +255,11 @@ def test_the_agent_gives_each_vllm_call_the_deadline_of_timeouts_model_s() -> No
 
 @pytest.mark.parametrize(
     ("error", "kind"),
-    [({"code": 503, "message": "busy", "type": "x"}, ModelOverloaded),
-     ({"code": 400, "message": "bad", "type": "BadRequestError"}, ModelError)],
-)  # fmt: skip
+    [
+        ({"code": 503, "message": "busy", "type": "x"}, ModelOverloaded),
+        ({"code": 400, "message": "bad", "type": "BadRequestError"}, ModelError),
+    ],
+)
 def test_error_responses_raise_model_errors(error: dict[str, Any], kind: type) -> None:
     class ErrorResponse(BaseModel):
         error: dict[str, Any]
@@ -263,11 +275,14 @@ def test_request_takes_the_whole_completion() -> None:
         "id": "c",
         "object": "chat.completion",
         "choices": [
-            {"index": 0, "finish_reason": "stop",
-             "message": {"role": "assistant", "content": "You have 12 tents."}}
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": "You have 12 tents."},
+            }
         ],
         "usage": {"prompt_tokens": 3, "completion_tokens": 5},
-    }  # fmt: skip
+    }
     model, handle = _model(completion)
     turn = asyncio.run(model.request(USER, TOOLS))
     assert (turn.text, turn.usage.completion_tokens) == ("You have 12 tents.", 5)
@@ -277,15 +292,24 @@ def test_request_takes_the_whole_completion() -> None:
 
 def test_several_tool_calls_of_one_turn_go_one_per_message() -> None:
     """The Llama 3.1 JSON chat template renders one call per assistant message."""
-    calls = tuple(ToolCall(id=f"c{i}", name="search_products", arguments={"query": q})
-                  for i, q in enumerate(("tents", "stoves")))  # fmt: skip
-    history = [*USER, Message.assistant("Looking.", calls),
-               *(Message.tool(f"found {c.id}", tool_call_id=c.id) for c in calls)]  # fmt: skip
+    calls = tuple(
+        ToolCall(id=f"c{i}", name="search_products", arguments={"query": q})
+        for i, q in enumerate(("tents", "stoves"))
+    )
+    history = [
+        *USER,
+        Message.assistant("Looking.", calls),
+        *(Message.tool(f"found {c.id}", tool_call_id=c.id) for c in calls),
+    ]
     model, handle = _model([_sse(_chunk({"content": "Both."}, "stop"))])
     asyncio.run(_events(model, messages=history))
     sent = handle.requests[0]["messages"][1:]
     assert [(m["role"], m.get("content")) for m in sent] == [
-        ("assistant", "Looking."), ("tool", "found c0"), ("assistant", None), ("tool", "found c1")]  # fmt: skip
+        ("assistant", "Looking."),
+        ("tool", "found c0"),
+        ("assistant", None),
+        ("tool", "found c1"),
+    ]
     assert [[c["id"] for c in m["tool_calls"]] for m in sent[::2]] == [["c0"], ["c1"]]
 
 

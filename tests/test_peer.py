@@ -20,10 +20,18 @@ from tests.demo_env import build_demo_env
 
 ORG = "acme-outdoor"
 CONFIG = PeerConfig(model_timeout_s=10, tool_timeout_s=5)
-COUNT = {"id": "c", "kind": "count", "query": "How many interactions do we have?",
-         "expect_tools": ["get_interaction_summary"]}  # fmt: skip
-TENTS = {"id": "s", "kind": "search", "query": "Find dome tents",
-         "expect_tools": ["search_products"]}  # fmt: skip
+COUNT = {
+    "id": "c",
+    "kind": "count",
+    "query": "How many interactions do we have?",
+    "expect_tools": ["get_interaction_summary"],
+}
+TENTS = {
+    "id": "s",
+    "kind": "search",
+    "query": "Find dome tents",
+    "expect_tools": ["search_products"],
+}
 
 
 @pytest.fixture(scope="module")
@@ -81,10 +89,16 @@ def test_a_wrong_tool_is_graded_a_miss_and_sources_are_the_tools_rows(env):
 
 def test_a_malformed_tool_call_is_an_error_row_not_a_crash(env):
     bad = AssistantTurn(
-        invalid_tool_calls=(InvalidToolCall(id="x", name="search_products", raw='{"name": "search_products", '
-                            '"arguments": {"query": "tent", "limit": 99}}', reason="limit: 99 > 20"),),
+        invalid_tool_calls=(
+            InvalidToolCall(
+                id="x",
+                name="search_products",
+                raw='{"name": "search_products", "arguments": {"query": "tent", "limit": 99}}',
+                reason="limit: 99 > 20",
+            ),
+        ),
         finish_reason="tool_calls",
-    )  # fmt: skip
+    )
     model = ScriptedChatModel([bad] * CONFIG.max_requests)
     greeting = {"id": "g", "kind": "greeting", "query": "Hi!", "expect_tools": []}
     row = ask_peer(model, greeting, env)
@@ -108,9 +122,16 @@ def respond(messages, tools, params) -> AssistantTurn:
 def test_compare_asks_both_agents_each_question_and_tabulates(demo):
     model = ScriptedChatModel([respond] * 20)
     result = asyncio.run(
-        compare(model, [COUNT, TENTS], demo.settings, ORG, embedder=demo.embedder,
-                progress=False, baseline=True)
-    )  # fmt: skip
+        compare(
+            model,
+            [COUNT, TENTS],
+            demo.settings,
+            ORG,
+            embedder=demo.embedder,
+            progress=False,
+            baseline=True,
+        )
+    )
     assert result["agents"] == ["askcrow", "peer", "baseline"]
     assert [r["id"] for r in result["askcrow"]["rows"]] == ["c", "s"]  # its own tests test it
     # the baseline is the plain loop: the scripted model's own choice, no router
@@ -157,22 +178,37 @@ def test_an_agent_that_does_not_answer_in_time_is_graded_no_answer(demo):
 def test_a_count_for_the_asked_filters_is_graded_grounded(demo, env):
     from jobs.eval import evaluate_question
 
-    question = {"id": "w", "kind": "count", "query": "How many web interactions last week?",
-                "expect_tools": ["get_interaction_summary"]}  # fmt: skip
+    question = {
+        "id": "w",
+        "kind": "count",
+        "query": "How many web interactions last week?",
+        "expect_tools": ["get_interaction_summary"],
+    }
     week = demo.analytics.interaction_summary(ORG, channel="web")  # not the figure asked for
-    model = ScriptedChatModel([
-        call("get_interaction_summary", channel="web", since="last week"),
-        lambda messages, tools, params: AssistantTurn(
-            text=f"{json.loads(messages[-1].content)['total_interactions']} web interactions."),
-    ])  # fmt: skip
+    model = ScriptedChatModel(
+        [
+            call("get_interaction_summary", channel="web", since="last week"),
+            lambda messages, tools, params: AssistantTurn(
+                text=f"{json.loads(messages[-1].content)['total_interactions']} web interactions."
+            ),
+        ]
+    )
     row = asyncio.run(evaluate_question(Agent(model).run, question, env))
     assert row["grounded"] is True and str(week["by_channel"]["web"]) not in row["answer"]
-    step = {"name": "get_interaction_summary", "ok": True,
-            "arguments": {"channel": "web", "since": "last week"}}  # fmt: skip
+    step = {
+        "name": "get_interaction_summary",
+        "ok": True,
+        "arguments": {"channel": "web", "since": "last week"},
+    }
 
     async def wrong(messages, ctx):
-        return SimpleNamespace(content="You had 987654 web interactions.", tool_steps=[step],
-                               sources=[], fallback=None, timings={})  # fmt: skip
+        return SimpleNamespace(
+            content="You had 987654 web interactions.",
+            tool_steps=[step],
+            sources=[],
+            fallback=None,
+            timings={},
+        )
 
     assert asyncio.run(evaluate_question(wrong, question, env))["grounded"] is False
 
@@ -180,9 +216,16 @@ def test_a_count_for_the_asked_filters_is_graded_grounded(demo, env):
 def test_compare_records_agents_that_run_out_of_time(demo):
     model = ScriptedChatModel([respond] * 10, latency_s=1.0)
     result = asyncio.run(
-        compare(model, [COUNT], demo.settings, ORG, embedder=demo.embedder, progress=False,
-                answer_timeout_s=0.3)
-    )  # fmt: skip
+        compare(
+            model,
+            [COUNT],
+            demo.settings,
+            ORG,
+            embedder=demo.embedder,
+            progress=False,
+            answer_timeout_s=0.3,
+        )
+    )
     for name in ("askcrow", "peer"):
         (row,) = result[name]["rows"]
         assert row["error"] == "no answer within 0.3s" and not row["tools_ok"]

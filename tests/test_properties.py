@@ -65,9 +65,21 @@ _ISO = st.one_of(
     st.sampled_from(["9999-12-31", "0001-01-01", "9999-12-31T23:59:59+14:00", "2026-11-01Z"]),
 )
 _WORDS = st.sampled_from(
-    ["", "all", "all time", "today", "yesterday", "recent", "this week", "this month",
-     "month to date", "Last Week.", "ever", "null"]
-)  # fmt: skip
+    [
+        "",
+        "all",
+        "all time",
+        "today",
+        "yesterday",
+        "recent",
+        "this week",
+        "this month",
+        "month to date",
+        "Last Week.",
+        "ever",
+        "null",
+    ]
+)
 _LONG = st.builds(  # long runs where a backtracking pattern would stall
     lambda head, n, tail: head + " " * n + tail,
     st.sampled_from(["last", "past 3", "in the last", ""]),
@@ -105,12 +117,44 @@ def test_time_words_resolve_to_a_sane_range_or_a_time_word_error(since, until, a
 SPECS = [tool.spec for tool in TOOLS]
 _NAMES = [spec.name for spec in SPECS]
 _FRAGMENTS = [
-    "<tool_call>", "</tool_call>", "```json\n", "```", "\n", " ", "{", "}", "[", "]", ",", ":",
-    '"name"', '"arguments"', '"parameters"', '"function"', '"id"', '"nope"', '"query"',
-    '"limit"', '"channel"', '"since"', '"tents"', "1", "21", "-1", "null", "true", "1e999",
-    "NaN", '"\\u0000"', '"\\ud800"', "<|python_tag|>", ";", "Sure! ", "\t",
+    "<tool_call>",
+    "</tool_call>",
+    "```json\n",
+    "```",
+    "\n",
+    " ",
+    "{",
+    "}",
+    "[",
+    "]",
+    ",",
+    ":",
+    '"name"',
+    '"arguments"',
+    '"parameters"',
+    '"function"',
+    '"id"',
+    '"nope"',
+    '"query"',
+    '"limit"',
+    '"channel"',
+    '"since"',
+    '"tents"',
+    "1",
+    "21",
+    "-1",
+    "null",
+    "true",
+    "1e999",
+    "NaN",
+    '"\\u0000"',
+    '"\\ud800"',
+    "<|python_tag|>",
+    ";",
+    "Sure! ",
+    "\t",
     *(f'"{name}"' for name in _NAMES),
-]  # fmt: skip
+]
 _ARG_VALUES = st.one_of(
     st.none(), st.booleans(), st.integers(-(10**20), 10**20), st.floats(), st.text(max_size=12)
 )
@@ -119,16 +163,27 @@ _CALL_JSON = st.builds(
     st.sampled_from([*_NAMES, "nope", ""]),
     st.sampled_from(["arguments", "parameters", "args"]),
     st.dictionaries(
-        st.sampled_from(["query", "limit", "channel", "since", "until", "x"]), _ARG_VALUES,
+        st.sampled_from(["query", "limit", "channel", "since", "until", "x"]),
+        _ARG_VALUES,
         max_size=4,
-    ) | st.text(max_size=20),
-)  # fmt: skip
+    )
+    | st.text(max_size=20),
+)
 _WRAPPED_CALL = st.builds(
     lambda wrap, call: wrap.format(call),
-    st.sampled_from(["{}", "<tool_call>{}</tool_call>", "<tool_call>\n{}", "```json\n{}\n```",
-                     "[{}]", "Let me look. {}", "<|python_tag|>{};"]),
+    st.sampled_from(
+        [
+            "{}",
+            "<tool_call>{}</tool_call>",
+            "<tool_call>\n{}",
+            "```json\n{}\n```",
+            "[{}]",
+            "Let me look. {}",
+            "<|python_tag|>{};",
+        ]
+    ),
     _CALL_JSON,
-)  # fmt: skip
+)
 _LONG_JUNK = st.builds(
     lambda unit, n: unit * n,
     st.sampled_from(
@@ -195,10 +250,28 @@ def _old_strip(answer: str) -> str:
 
 
 _LINES = st.sampled_from(
-    ["Answer text.", "", " ", "\t", "Sources:", "sources", "**References**:", "References:",
-     "**Sources**", "[1] x", "  [2] y", "[3]", "[12] Product: \"Tent\"", "- item", "more [1].",
-     "Sources: [1] x", "[a] not a note", "\r", "[١] arabic digit"]
-)  # fmt: skip
+    [
+        "Answer text.",
+        "",
+        " ",
+        "\t",
+        "Sources:",
+        "sources",
+        "**References**:",
+        "References:",
+        "**Sources**",
+        "[1] x",
+        "  [2] y",
+        "[3]",
+        '[12] Product: "Tent"',
+        "- item",
+        "more [1].",
+        "Sources: [1] x",
+        "[a] not a note",
+        "\r",
+        "[١] arabic digit",
+    ]
+)
 SMALL_ANSWERS = st.lists(_LINES | st.text(max_size=12), max_size=8).map("\n".join)
 ANSWERS = st.one_of(
     SMALL_ANSWERS,
@@ -286,11 +359,15 @@ def test_the_agent_loop_reads_a_tool_error_with_a_tab():
         pass
 
     tool = Tool(name="boom", description="Fails.", args=NoArgs, fn=boom)
-    model = ScriptedChatModel([
-        AssistantTurn(tool_calls=(ToolCall(id="c1", name="boom", arguments={}),),
-                      finish_reason="tool_calls"),
-        AssistantTurn(text="It failed."),
-    ])  # fmt: skip
+    model = ScriptedChatModel(
+        [
+            AssistantTurn(
+                tool_calls=(ToolCall(id="c1", name="boom", arguments={}),),
+                finish_reason="tool_calls",
+            ),
+            AssistantTurn(text="It failed."),
+        ]
+    )
     ctx = ToolContext(ORG_A, None, None, None)  # type: ignore[arg-type]
     answer = asyncio.run(
         Agent(model, tools=[tool]).run([Message.system("s"), Message.user("q")], ctx)

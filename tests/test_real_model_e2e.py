@@ -60,8 +60,12 @@ def new_session(app: App) -> str:
 
 def ask(app: App, question: str, session: str | None = None) -> dict:
     session = session or new_session(app)
-    r = httpx.post(f"{app.url}/api/v1/chat/sessions/{session}/messages",
-                   json={"content": question}, headers=app.h, timeout=600)  # fmt: skip
+    r = httpx.post(
+        f"{app.url}/api/v1/chat/sessions/{session}/messages",
+        json={"content": question},
+        headers=app.h,
+        timeout=600,
+    )
     assert r.status_code == 200, r.text
     return r.json()
 

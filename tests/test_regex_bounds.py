@@ -43,8 +43,17 @@ CHROMIUM = Path("/usr/bin/chromium")
 SIZE = 10_000  # characters of each adversarial text
 BOUND_S = 0.5  # seconds one pattern may take over one such text (linear ones take ~1 ms)
 
-RE_FUNCS = {"compile", "match", "search", "fullmatch", "sub", "subn", "split", "findall",
-            "finditer"}  # fmt: skip
+RE_FUNCS = {
+    "compile",
+    "match",
+    "search",
+    "fullmatch",
+    "sub",
+    "subn",
+    "split",
+    "findall",
+    "finditer",
+}
 
 # Patterns (by their source text) that nest a variable quantifier but cannot backtrack
 # badly, with why. Keep it short: prefer rewriting the pattern.
@@ -95,8 +104,17 @@ def _flags_arg(call: ast.Call) -> ast.expr | None:
     for kw in call.keywords:
         if kw.arg == "flags":
             return kw.value
-    place = {"compile": 1, "match": 2, "search": 2, "fullmatch": 2, "findall": 2,
-             "finditer": 2, "split": 3, "sub": 4, "subn": 4}[call.func.attr]  # fmt: skip
+    place = {
+        "compile": 1,
+        "match": 2,
+        "search": 2,
+        "fullmatch": 2,
+        "findall": 2,
+        "finditer": 2,
+        "split": 3,
+        "sub": 4,
+        "subn": 4,
+    }[call.func.attr]
     return call.args[place] if len(call.args) > place else None
 
 
@@ -227,12 +245,20 @@ def adversarial(source: str, size: int = SIZE) -> list[Spec]:
     chars = sorted(set(_BASE_CHARS) | {c for c in source if c.isprintable()})
     specs: list[Spec] = []
     for c in chars:
-        specs += [("", c, SIZE, _BREAK), ("", c + " ", SIZE // 2, _BREAK),
-                  ("", c + "\n", SIZE // 2, _BREAK), ("", c + "a", SIZE // 2, _BREAK)]  # fmt: skip
+        specs += [
+            ("", c, SIZE, _BREAK),
+            ("", c + " ", SIZE // 2, _BREAK),
+            ("", c + "\n", SIZE // 2, _BREAK),
+            ("", c + "a", SIZE // 2, _BREAK),
+        ]
     for word in sorted(_words(source))[:80]:
         times = SIZE // (len(word) + 1)
-        specs += [(word, " ", SIZE, _BREAK), ("", word + " ", times, _BREAK),
-                  ("", word + "\n", times, _BREAK), ("", "\n" + word + ":", times, "\n")]  # fmt: skip
+        specs += [
+            (word, " ", SIZE, _BREAK),
+            ("", word + " ", times, _BREAK),
+            ("", word + "\n", times, _BREAK),
+            ("", "\n" + word + ":", times, "\n"),
+        ]
     return specs + _STRUCTURED
 
 
@@ -379,8 +405,22 @@ def test_no_python_pattern_nests_variable_quantifiers():
 
 # -- JavaScript ------------------------------------------------------------------------------
 
-_JS_KEYWORDS_BEFORE_REGEX = {"return", "typeof", "case", "do", "else", "in", "of", "new",
-                             "delete", "void", "throw", "yield", "await", "instanceof"}  # fmt: skip
+_JS_KEYWORDS_BEFORE_REGEX = {
+    "return",
+    "typeof",
+    "case",
+    "do",
+    "else",
+    "in",
+    "of",
+    "new",
+    "delete",
+    "void",
+    "throw",
+    "yield",
+    "await",
+    "instanceof",
+}
 
 
 def js_regex_literals(source: str) -> list[tuple[int, str, str]]:
@@ -642,8 +682,11 @@ def test_markdown_headings_read_as_with_the_former_pattern(tmp_path):
     (tmp_path / "check.mjs").write_text(_HEADING_CHECK)
     done = subprocess.run(
         [node, str(tmp_path / "check.mjs"), _OLD_HEADING],
-        capture_output=True, text=True, timeout=60, check=True,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     assert json.loads(done.stdout) == []
 
 
@@ -679,7 +722,10 @@ def test_markdown_table_rules_read_as_with_the_former_pattern():
     assert not flags
     done = subprocess.run(
         [node, "-e", _SAME_TEST, _OLD_TABLE_SEP, source],
-        capture_output=True, text=True, timeout=60, check=True,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     differ, matched = json.loads(done.stdout)
     assert differ == [] and matched > 1000

@@ -49,8 +49,11 @@ def test_full_then_incremental_reindex(ray_cluster, tmp_path, monkeypatch):
     kb.mkdir()
     (kb / "returns.md").write_text("# Returns\nSixty days with a receipt.\n")
     (kb / "hours.md").write_text("# Hours\nOpen nine to five.\n")
-    args = {"var_dir": str(var), "reindex": {"batch_size": 64},
-            "orgs": {ORG: {"knowledge_source": {"kind": "folder", "location": str(kb)}}}}  # fmt: skip
+    args = {
+        "var_dir": str(var),
+        "reindex": {"batch_size": 64},
+        "orgs": {ORG: {"knowledge_source": {"kind": "folder", "location": str(kb)}}},
+    }
     for key, value in env_for_job(args).items():  # how ReindexControl hands settings to the job
         monkeypatch.setenv(key, value)
     settings = settings_from_config_arg("env")
@@ -81,8 +84,21 @@ def test_full_then_incremental_reindex(ray_cluster, tmp_path, monkeypatch):
         {**docs[0], "id": "doc-new", "title": "Night shift"}
     ]
     lake.write(ORG, "documents", [kept], mode="replace")
-    assert reindex.main([*argv[:2], "--collection", "org_context", "--incremental", "--config", "env",
-                         "--job-id", "job_inc"]) == 0  # fmt: skip
+    assert (
+        reindex.main(
+            [
+                *argv[:2],
+                "--collection",
+                "org_context",
+                "--incremental",
+                "--config",
+                "env",
+                "--job-id",
+                "job_inc",
+            ]
+        )
+        == 0
+    )
     index = store.load(ORG, "org_context")
     live = {i for i in index.ids if i}
     assert "doc-new" in live and "doc-001" not in live and index.count == 27
@@ -138,9 +154,23 @@ def test_a_killed_job_leaves_the_serving_version(tmp_path):
     serving = build_index(lake, store, hashed.embed, ORG, "interactions", model=hashed.name).version
     env = {**os.environ, "CROW_VAR_DIR": str(var), "RAY_ADDRESS": "local"}
     job = subprocess.Popen(
-        [sys.executable, "-m", "jobs.reindex", "--org", ORG, "--collection", "interactions", "--config", "none"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "jobs.reindex",
+            "--org",
+            ORG,
+            "--collection",
+            "interactions",
+            "--config",
+            "none",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 240
         for line in job.stdout:  # wait until the embedding pool is at work, then kill everything
@@ -189,10 +219,19 @@ def no_model_in_driver(monkeypatch):
 def _add_docs(settings: AppSettings, numbers: range) -> None:
     from crow.ingest import validate_rows
 
-    rows = [{"id": f"doc-{i}", "title": f"Note {i}", "context_type": "policy",
-             "body": f"word{i} body", "updated_at": "2026-01-01T00:00:00Z"} for i in numbers]  # fmt: skip
-    DataLake(settings.data_dir).write(ORG, "documents", [validate_rows("documents", rows)],
-                                      mode="upsert")  # fmt: skip
+    rows = [
+        {
+            "id": f"doc-{i}",
+            "title": f"Note {i}",
+            "context_type": "policy",
+            "body": f"word{i} body",
+            "updated_at": "2026-01-01T00:00:00Z",
+        }
+        for i in numbers
+    ]
+    DataLake(settings.data_dir).write(
+        ORG, "documents", [validate_rows("documents", rows)], mode="upsert"
+    )
 
 
 def _org(tmp_path, embedder: dict | None = None, docs: int = 0) -> AppSettings:
@@ -221,8 +260,9 @@ def test_an_empty_full_reindex_sizes_the_index_without_the_model(tmp_path, no_mo
     assert IndexStore(unknown.index_dir).current(ORG, "patterns") is None
 
 
-def test_an_empty_full_reindex_keeps_the_dimension_of_its_models_index(tmp_path, monkeypatch,
-                                                                      no_model_in_driver):  # fmt: skip
+def test_an_empty_full_reindex_keeps_the_dimension_of_its_models_index(
+    tmp_path, monkeypatch, no_model_in_driver
+):
     settings = _org(tmp_path, {"model": "example/not-cached"}, docs=3)
     monkeypatch.setattr(reindex, "embed_with_ray", _hash_pool(48))
     _run(settings)
@@ -232,8 +272,9 @@ def test_an_empty_full_reindex_keeps_the_dimension_of_its_models_index(tmp_path,
     assert (meta.dim, meta.count) == (48, 0)
 
 
-def test_a_configured_dim_that_contradicts_the_index_or_vectors_fails(tmp_path, monkeypatch,
-                                                                      no_model_in_driver):  # fmt: skip
+def test_a_configured_dim_that_contradicts_the_index_or_vectors_fails(
+    tmp_path, monkeypatch, no_model_in_driver
+):
     settings = _org(tmp_path, {"model": "example/model"}, docs=3)
     monkeypatch.setattr(reindex, "embed_with_ray", _hash_pool(48))
     _run(settings)
@@ -315,9 +356,9 @@ def test_reindex_control_reserves_the_drivers_cpus() -> None:
         control = types.SimpleNamespace(
             _jobs=Jobs, _args=args, settings=AppSettings.from_args(args)
         )
-        asyncio.run(ReindexControlDeployment.func_or_class._start(
-            control, ORG, "job_1", ["products"], True
-        ))  # fmt: skip
+        asyncio.run(
+            ReindexControlDeployment.func_or_class._start(control, ORG, "job_1", ["products"], True)
+        )
         assert submitted[-1]["entrypoint_num_cpus"] == expected
         assert "--config env" in submitted[-1]["entrypoint"]
         assert submitted[-1]["runtime_env"] == {"env_vars": env_for_job(args)}

@@ -61,10 +61,17 @@ def repo(tmp_path: Path) -> Path:
 
 
 def settings_for(tmp_path: Path, location: str) -> AppSettings:
-    return AppSettings.from_args({"var_dir": str(tmp_path / "var"), "orgs": {ORG: {
-        "reindex_cron": "* * * * *",
-        "knowledge_source": {"kind": "git", "location": location},
-    }}})  # fmt: skip
+    return AppSettings.from_args(
+        {
+            "var_dir": str(tmp_path / "var"),
+            "orgs": {
+                ORG: {
+                    "reindex_cron": "* * * * *",
+                    "knowledge_source": {"kind": "git", "location": location},
+                }
+            },
+        }
+    )
 
 
 def top_hit(settings: AppSettings, query: str) -> str | None:
@@ -95,9 +102,18 @@ def test_a_new_commit_becomes_searchable_after_the_scheduled_run(tmp_path, repo)
     lake.register_org(ORG, "Acme Outdoor")
     store, clock = ChatStore(settings.chat_db_path), Clock()
     indexer = Indexer(settings, ThreadProxy(store), embed=EMB.embed, clock=clock)
-    record = validate_rows("documents", [{"id": "doc-api", "title": "Staff parking",
-                                          "context_type": "policy", "body": "Parkinglot behind",
-                                          "updated_at": clock()}])[0]  # fmt: skip
+    record = validate_rows(
+        "documents",
+        [
+            {
+                "id": "doc-api",
+                "title": "Staff parking",
+                "context_type": "policy",
+                "body": "Parkinglot behind",
+                "updated_at": clock(),
+            }
+        ],
+    )[0]
 
     async def run() -> tuple[dict, dict]:
         loop = asyncio.create_task(indexer.run_schedule(0.01))
@@ -129,8 +145,10 @@ def test_a_new_commit_becomes_searchable_after_the_scheduled_run(tmp_path, repo)
     assert top_hit(settings, "parkinglot behind") == "doc-api"  # the API document stayed
     origins = lake.read_table(ORG, "documents").to_pydict()
     assert dict(zip(origins["id"], origins["origin"], strict=True)) == {
-        "kb-returns.md": "source:git", "kb-newsletter.md": "source:git", "doc-api": "api"
-    }  # fmt: skip
+        "kb-returns.md": "source:git",
+        "kb-newsletter.md": "source:git",
+        "doc-api": "api",
+    }
 
 
 def test_a_repository_that_fails_to_clone_leaves_the_serving_index(tmp_path, repo):

@@ -34,8 +34,10 @@ def key_a(env) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def api(env):
     *_, store, _, _, demo = env
-    with TestClient(create_app(demo.services(store, ScriptedChatModel(), indexer=True)),
-                    raise_server_exceptions=False) as client:  # fmt: skip
+    with TestClient(
+        create_app(demo.services(store, ScriptedChatModel(), indexer=True)),
+        raise_server_exceptions=False,
+    ) as client:
         yield client
 
 
@@ -59,8 +61,11 @@ def test_product_search_carries_interaction_counts_and_sorts_by_popularity(api, 
 
 
 def test_interaction_search_filters_inside_the_search(api, key_a):
-    r = api.get(f"/api/v1/interactions/organization/{A}/search", headers=key_a,
-                params={"query": "queue checkout", "channel": "cctv", "since": "last week", "limit": 20})  # fmt: skip
+    r = api.get(
+        f"/api/v1/interactions/organization/{A}/search",
+        headers=key_a,
+        params={"query": "queue checkout", "channel": "cctv", "since": "last week", "limit": 20},
+    )
     hits = r.json()["results"]
     assert len(hits) == 20 and {h["channel"] for h in hits} == {"cctv"}
     assert min(h["occurred_at"] for h in hits) >= "2026-11-21"
@@ -77,8 +82,11 @@ def test_summary_matches_the_data(api, env, key_a):
 
 
 def test_pattern_search_by_type(api, key_a):
-    r = api.get(f"/api/v1/patterns/organization/{A}/search", headers=key_a,
-                params={"query": "trend", "type": "anomaly", "limit": 50})  # fmt: skip
+    r = api.get(
+        f"/api/v1/patterns/organization/{A}/search",
+        headers=key_a,
+        params={"query": "trend", "type": "anomaly", "limit": 50},
+    )
     hits = r.json()["results"]
     assert hits and {h["type"] for h in hits} == {"anomaly"}
 
@@ -102,14 +110,28 @@ def test_no_route_returns_another_orgs_rows(api, env, key_a):
         got = api.get(path, params={**params, "limit": 20}, headers=key_a).json()["results"]
         assert got and all((h["id"], h.get("title") or h.get("text")) in own for h in got), path
     # naming another org in the path or the query is a 403, never its data
-    assert_error(api.get(f"/api/v1/interactions/organization/{B}/search", params={"query": "x"}, headers=key_a),
-                 403, "wrong_organization")  # fmt: skip
-    assert_error(api.get(f"/api/v1/patterns/organization/{B}/search", params={"query": "x"}, headers=key_a),
-                 403, "wrong_organization")  # fmt: skip
-    assert_error(api.get(f"/api/v1/interactions/organization/{B}/summary", headers=key_a), 403,
-                 "wrong_organization")  # fmt: skip
-    assert_error(api.get("/api/v1/qna/search", params={"query": "x", "organizationId": B}, headers=key_a),
-                 403, "wrong_organization")  # fmt: skip
+    assert_error(
+        api.get(
+            f"/api/v1/interactions/organization/{B}/search", params={"query": "x"}, headers=key_a
+        ),
+        403,
+        "wrong_organization",
+    )
+    assert_error(
+        api.get(f"/api/v1/patterns/organization/{B}/search", params={"query": "x"}, headers=key_a),
+        403,
+        "wrong_organization",
+    )
+    assert_error(
+        api.get(f"/api/v1/interactions/organization/{B}/summary", headers=key_a),
+        403,
+        "wrong_organization",
+    )
+    assert_error(
+        api.get("/api/v1/qna/search", params={"query": "x", "organizationId": B}, headers=key_a),
+        403,
+        "wrong_organization",
+    )
 
 
 @pytest.mark.parametrize(
@@ -134,8 +156,11 @@ def test_bad_parameters_are_422(api, path, params, key_a):
 
 
 def test_indexing_one_document_makes_it_searchable_at_once(api, env, key_a):
-    doc = {"title": "Holiday opening hours", "context_type": "policy",
-           "body": "Zanzibar marmalade festival hours: all stores open until midnight."}  # fmt: skip
+    doc = {
+        "title": "Holiday opening hours",
+        "context_type": "policy",
+        "body": "Zanzibar marmalade festival hours: all stores open until midnight.",
+    }
     r = api.post("/api/v1/qna/index", json=doc, headers=key_a)
     assert r.status_code == 201, r.text
     hits = api.get(
@@ -144,8 +169,11 @@ def test_indexing_one_document_makes_it_searchable_at_once(api, env, key_a):
         headers=key_a,
     )
     assert ids_of(hits) == [r.json()["id"]]
-    other = api.get("/api/v1/qna/search", params={"query": "zanzibar marmalade festival", "topK": 3},
-                    headers=key_headers(env[2], B))  # fmt: skip
+    other = api.get(
+        "/api/v1/qna/search",
+        params={"query": "zanzibar marmalade festival", "topK": 3},
+        headers=key_headers(env[2], B),
+    )
     assert other.status_code == 200 and r.json()["id"] not in ids_of(other)
     assert_error(
         api.post("/api/v1/qna/index", json={"title": "x"}, headers=key_a), 422, "invalid_request"
@@ -197,8 +225,9 @@ def test_searches_keep_working_while_versions_switch(env):
         task = asyncio.get_running_loop().run_in_executor(None, searcher)
         before = index_store.current(A, "products")
         for _ in range(3):
-            await asyncio.to_thread(build_index, lake, index_store, embedder.embed, A, "products",
-                                    model=embedder.name)  # fmt: skip
+            await asyncio.to_thread(
+                build_index, lake, index_store, embedder.embed, A, "products", model=embedder.name
+            )
         deadline = time.monotonic() + 10
         while search.versions().get(f"{A}/products") != index_store.current(A, "products"):
             assert time.monotonic() < deadline
@@ -228,8 +257,11 @@ def test_a_second_reindex_of_a_running_collection_is_409_with_the_running_job(ap
     running = store.create_job_run(A, "reindex", collections=["patterns"])
     store.update_job_run(A, running["id"], state="running")
     try:
-        r = api.post("/api/v1/qna/reindex", json={"collections": ["products", "patterns"]},
-                     headers=key_headers(store, A))  # fmt: skip
+        r = api.post(
+            "/api/v1/qna/reindex",
+            json={"collections": ["products", "patterns"]},
+            headers=key_headers(store, A),
+        )
         error = assert_error(r, 409, "reindex_running")
         assert error["details"] == [{"job_id": running["id"], "state": "running"}]
         # another org, or a collection the running job doesn't cover, is not held up

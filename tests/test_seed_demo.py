@@ -78,8 +78,21 @@ def test_if_missing_leaves_existing_orgs_alone(seeded, capsys):
 
 
 def test_interactions_flag_scales_one_org(tmp_path):
-    assert main(["--data-root", str(tmp_path), "--end", END, "--org", "acme-outdoor",
-                 "--interactions", "120000"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "--data-root",
+                str(tmp_path),
+                "--end",
+                END,
+                "--org",
+                "acme-outdoor",
+                "--interactions",
+                "120000",
+            ]
+        )
+        == 0
+    )
     lake = DataLake(tmp_path)
     assert lake.count("acme-outdoor", "interactions") == 120_000
     assert not lake.org_exists("fresh-mart")

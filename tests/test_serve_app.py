@@ -53,23 +53,32 @@ def test_keys_guard_every_api_route_through_the_serve_proxy(app):
     assert "invalid_token" in bad.headers["WWW-Authenticate"]
     assert httpx.get(summary, headers={"Authorization": app.ha["Authorization"]}).status_code == 200
     # Another org: named in the header or in the path, with ORG's key: refused.
-    assert_error(httpx.get(summary, headers={**app.ha, "X-Organization-Id": OTHER}), 403,
-                 "wrong_organization")  # fmt: skip
+    assert_error(
+        httpx.get(summary, headers={**app.ha, "X-Organization-Id": OTHER}),
+        403,
+        "wrong_organization",
+    )
     other_path = f"{url}/api/v1/interactions/organization/{OTHER}/summary"
     assert_error(httpx.get(other_path, headers=app.ha), 403, "wrong_organization")
 
 
 def test_ingest_and_org_checks_through_the_serve_proxy(app):
     url = app.url
-    row = {"id": "d-new", "title": "Holiday hours", "context_type": "policy", "body": "Open 8-22",
-           "updated_at": "2026-11-20"}  # fmt: skip
+    row = {
+        "id": "d-new",
+        "title": "Holiday hours",
+        "context_type": "policy",
+        "body": "Open 8-22",
+        "updated_at": "2026-11-20",
+    }
     ndjson = {"Content-Type": "application/x-ndjson"}
     ingest = f"{url}/api/v1/ingest/documents"
     r = httpx.post(ingest, content=json.dumps(row), headers={**app.ha, **ndjson})
     assert r.status_code == 201, r.text
     assert r.json()["rows_total"] == 26
-    r = httpx.post(ingest, content=json.dumps(row),
-                   headers={**app.ha, **ndjson, "X-Organization-Id": OTHER})  # fmt: skip
+    r = httpx.post(
+        ingest, content=json.dumps(row), headers={**app.ha, **ndjson, "X-Organization-Id": OTHER}
+    )
     assert_error(r, 403, "wrong_organization")
     r = httpx.post(ingest, content=json.dumps(row), headers={**app.hb, **ndjson})
     assert_error(r, 404, "organization_not_found")  # OTHER's key, but OTHER has no data
@@ -82,16 +91,25 @@ def test_ingest_and_org_checks_through_the_serve_proxy(app):
 def test_chat_through_the_graph(app):
     url, headers = app.url, app.ha
     session = httpx.post(f"{url}/api/v1/chat/sessions", headers=headers).json()
-    r = httpx.post(f"{url}/api/v1/chat/sessions/{session['id']}/messages",
-                   json={"content": "How many interactions do we have?"}, headers=headers, timeout=60)  # fmt: skip
+    r = httpx.post(
+        f"{url}/api/v1/chat/sessions/{session['id']}/messages",
+        json={"content": "How many interactions do we have?"},
+        headers=headers,
+        timeout=60,
+    )
     assert r.status_code == 200, r.text
     summary = httpx.get(
         f"{url}/api/v1/interactions/organization/{ORG}/summary", headers=headers
     ).json()
     assert r.json()["content"] == f"You have {summary['total']:,} interactions."
     assert r.json()["tool_steps"][0]["name"] == "get_interaction_summary"
-    with httpx.stream("POST", f"{url}/api/v1/chat/sessions/{session['id']}/messages/stream",
-                      json={"content": "Hi!"}, headers=headers, timeout=60) as stream:  # fmt: skip
+    with httpx.stream(
+        "POST",
+        f"{url}/api/v1/chat/sessions/{session['id']}/messages/stream",
+        json={"content": "Hi!"},
+        headers=headers,
+        timeout=60,
+    ) as stream:
         kinds = [line[7:] for line in stream.iter_lines() if line.startswith("event: ")]
     assert kinds == ["user_message", "text_delta", "sources", "done"]
     history = httpx.get(
@@ -105,8 +123,9 @@ def test_openai_compatible_routes_reach_the_same_llm(app):
     assert_error(httpx.get(f"{url}/v1/models"), 401, "unauthorized")
     assert httpx.get(f"{url}/v1/models", headers=headers).json()["data"][0]["object"] == "model"
     body = {"model": "x", "messages": [{"role": "user", "content": "Hi"}]}
-    assert_error(httpx.post(f"{url}/v1/chat/completions", json=body, timeout=60), 401,
-                 "unauthorized")  # fmt: skip
+    assert_error(
+        httpx.post(f"{url}/v1/chat/completions", json=body, timeout=60), 401, "unauthorized"
+    )
     r = httpx.post(f"{url}/v1/chat/completions", timeout=60, json=body, headers=headers)
     assert r.status_code == 200, r.text
     assert r.json()["choices"][0]["message"]["content"].startswith("Hello!")

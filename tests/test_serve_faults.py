@@ -20,8 +20,12 @@ pytestmark = pytest.mark.serve
 
 ORG = "acme-outdoor"
 # Rate limits far above the clients' pace: the faults are under test, not the limiter.
-QUOTAS = {"chat_per_minute": 1e6, "chat_burst": 100_000, "search_per_minute": 1e6,
-          "search_burst": 100_000}  # fmt: skip
+QUOTAS = {
+    "chat_per_minute": 1e6,
+    "chat_burst": 100_000,
+    "search_per_minute": 1e6,
+    "search_burst": 100_000,
+}
 CLIENTS = 4
 HTTP_TIMEOUT_S = 30.0  # any call taking longer counts as a hang
 ATTEMPTS, BACKOFF_S = 8, 0.5  # a client's retry policy (same message_id each time)
@@ -82,8 +86,11 @@ def _replica_names(deployment: str) -> set[str]:
     import ray
 
     prefix = f"SERVE_REPLICA::{APP_NAME}#{deployment}#"
-    return {a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
-            if a["namespace"] == "serve" and a["name"].startswith(prefix)}  # fmt: skip
+    return {
+        a["name"]
+        for a in ray.util.list_named_actors(all_namespaces=True)
+        if a["namespace"] == "serve" and a["name"].startswith(prefix)
+    }
 
 
 def _kill_replica(deployment: str) -> tuple[str, float]:
@@ -95,8 +102,12 @@ def _kill_replica(deployment: str) -> tuple[str, float]:
 
 
 def _answered_since(clients: list[Client], since: float) -> bool:
-    return any(a.get("status") == 200 and a["start"] > since
-               for c in clients for s in c.sent for a in s.attempts)  # fmt: skip
+    return any(
+        a.get("status") == 200 and a["start"] > since
+        for c in clients
+        for s in c.sent
+        for a in s.attempts
+    )
 
 
 def _history(http: httpx.Client, session_id: str) -> list[dict]:
@@ -118,8 +129,10 @@ def test_replica_kills_under_chat_traffic(tmp_path):
         http = httpx.Client(base_url=url, headers=headers, timeout=HTTP_TIMEOUT_S)
         clients = [Client(http.post("/api/v1/chat/sessions").json()["id"]) for _ in range(CLIENTS)]
         stop = threading.Event()
-        threads = [threading.Thread(target=_run_client, args=(url, headers, c, stop), daemon=True)
-                   for c in clients]  # fmt: skip
+        threads = [
+            threading.Thread(target=_run_client, args=(url, headers, c, stop), daemon=True)
+            for c in clients
+        ]
         for t in threads:
             t.start()
         recovery: dict[str, float] = {}
@@ -128,11 +141,22 @@ def test_replica_kills_under_chat_traffic(tmp_path):
             assert _answered_since(clients, 0), "no answer before the faults"
             for deployment in ("Orchestrator", "ChatStore"):
                 killed, at = _kill_replica(deployment)
-                wait_until(lambda: _answered_since(clients, at), RECOVERY_DEADLINE_S,  # noqa: B023
-                           f"no answer within {RECOVERY_DEADLINE_S}s of killing {deployment}")  # fmt: skip
+                wait_until(
+                    lambda at=at: _answered_since(clients, at),
+                    RECOVERY_DEADLINE_S,
+                    f"no answer within {RECOVERY_DEADLINE_S}s of killing {deployment}",
+                )
                 recovery[deployment] = round(
-                    min(a["end"] for c in clients for s in c.sent for a in s.attempts
-                        if a.get("status") == 200 and a["start"] > at) - at, 2)  # fmt: skip
+                    min(
+                        a["end"]
+                        for c in clients
+                        for s in c.sent
+                        for a in s.attempts
+                        if a.get("status") == 200 and a["start"] > at
+                    )
+                    - at,
+                    2,
+                )
                 replicas = _replica_names(deployment)
                 assert replicas and killed not in replicas  # Serve started a new replica
                 time.sleep(2)
@@ -146,9 +170,11 @@ def test_replica_kills_under_chat_traffic(tmp_path):
         sent = [s for c in clients for s in c.sent]
         attempts = [a for s in sent for a in s.attempts]
         failures = [a for a in attempts if a.get("status") != 200]
-        print(f"\nrecovery after kill (s): {recovery}; messages {len(sent)}, attempts "
-              f"{len(attempts)}, failed attempts {len(failures)}, answered "
-              f"{sum(s.answer is not None for s in sent)}")  # fmt: skip
+        print(
+            f"\nrecovery after kill (s): {recovery}; messages {len(sent)}, attempts "
+            f"{len(attempts)}, failed attempts {len(failures)}, answered "
+            f"{sum(s.answer is not None for s in sent)}"
+        )
         for a in failures:
             print("  failed attempt:", a.get("status"), (a.get("body") or a.get("exc"))[:200])
         # Never a hang; every error is an HTTP answer in the JSON error shape.

@@ -132,8 +132,10 @@ def test_ray_sorts_engine_and_frontend_args_as_vllm_reads_them(ray_vllm: type) -
     engine_config = ray_vllm.from_llm_config(llm_config(gpu_profile()))
     template = str(CHAT_TEMPLATES / "tool_chat_template_llama3.1_json.jinja")
     assert engine_config.frontend_kwargs == {
-        "enable_auto_tool_choice": True, "tool_call_parser": "llama3_json", "chat_template": template,
-    }  # fmt: skip
+        "enable_auto_tool_choice": True,
+        "tool_call_parser": "llama3_json",
+        "chat_template": template,
+    }
     assert engine_config.engine_kwargs["tensor_parallel_size"] == 4
     assert engine_config.engine_kwargs["quantization"] == "fp8"
     init = engine_config.get_initialization_kwargs()  # what AsyncEngineArgs(**...) receives
@@ -222,15 +224,22 @@ def render(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> str:
             call["function"]["arguments"] = json.loads(call["function"]["arguments"])
     template = (CHAT_TEMPLATES / "tool_chat_template_llama3.1_json.jinja").read_text()
     rendered, _ = render_jinja_template(
-        [messages], tools=tools, chat_template=template, add_generation_prompt=True,
+        [messages],
+        tools=tools,
+        chat_template=template,
+        add_generation_prompt=True,
         bos_token="<|begin_of_text|>",
-    )  # fmt: skip
+    )
     return rendered[0]
 
 
 def conversation(*calls: ToolCall) -> list[Message]:
-    return [Message.system("You answer retail questions."), Message.user("find tents"),
-            Message.assistant("", calls), *(Message.tool(f"result {c.id}", tool_call_id=c.id) for c in calls)]  # fmt: skip
+    return [
+        Message.system("You answer retail questions."),
+        Message.user("find tents"),
+        Message.assistant("", calls),
+        *(Message.tool(f"result {c.id}", tool_call_id=c.id) for c in calls),
+    ]
 
 
 def test_the_template_renders_the_agents_tool_conversation() -> None:
@@ -247,14 +256,20 @@ def test_the_template_renders_the_agents_tool_conversation() -> None:
 def test_several_calls_in_one_turn_are_sent_one_per_message() -> None:
     import jinja2
 
-    calls = [ToolCall(id=f"c{i}", name="search_products", arguments={"query": q})
-             for i, q in enumerate(("tents", "stoves"))]  # fmt: skip
+    calls = [
+        ToolCall(id=f"c{i}", name="search_products", arguments={"query": q})
+        for i, q in enumerate(("tents", "stoves"))
+    ]
     body = request_body("llama", conversation(*calls), TOOLS, ModelParams(), stream=True)
     with pytest.raises(jinja2.TemplateError, match="only supports single tool-calls"):
         render(json.loads(json.dumps(body["messages"])), body["tools"])
     messages = one_call_per_message(body["messages"])
     assert [(m["role"], m.get("tool_call_id")) for m in messages[2:]] == [
-        ("assistant", None), ("tool", "c0"), ("assistant", None), ("tool", "c1")]  # fmt: skip
+        ("assistant", None),
+        ("tool", "c0"),
+        ("assistant", None),
+        ("tool", "c1"),
+    ]
     assert [m["tool_calls"][0]["id"] for m in messages if m.get("tool_calls")] == ["c0", "c1"]
     text = render(messages, body["tools"])
     assert text.index('"tents"}}') < text.index("result c0") < text.index('"stoves"}}')

@@ -43,8 +43,9 @@ def strip_descriptions(node: Any) -> Any:
 
 
 def git(git_dir: str, *args: str) -> str:
-    return subprocess.run(["git", f"--git-dir={git_dir}", *args], check=True,
-                          capture_output=True, text=True).stdout  # fmt: skip
+    return subprocess.run(
+        ["git", f"--git-dir={git_dir}", *args], check=True, capture_output=True, text=True
+    ).stdout
 
 
 def v1_schema(crd: dict[str, Any]) -> dict[str, Any]:

@@ -146,4 +146,4 @@ EXAMPLES: tuple[tuple[str, str], ...] = (
     ("Give me the big picture of our merchandise range", "org"),
     ("In general terms, what kinds of goods do we offer?", "org"),
     ("How many employees and locations does the company have?", "org"),
-)  # fmt: skip
+)

@@ -53,10 +53,12 @@ class AgentConfig:
     @classmethod
     def from_settings(cls, s: AppSettings) -> AgentConfig:
         return cls(
-            max_iterations=s.limits.max_iterations, tool_timeout_s=s.timeouts.tool_s,
-            model_timeout_s=s.timeouts.model_s, max_tokens=s.llm.max_tokens,
+            max_iterations=s.limits.max_iterations,
+            tool_timeout_s=s.timeouts.tool_s,
+            model_timeout_s=s.timeouts.model_s,
+            max_tokens=s.llm.max_tokens,
             hints=s.agent_guidance == "hints",
-        )  # fmt: skip
+        )
 
 
 @dataclass
@@ -87,8 +89,9 @@ class _Run:
 
 
 class Agent:
-    def __init__(self, model: ChatModel, config: AgentConfig | None = None,
-                 tools: Sequence[Tool] = TOOLS) -> None:  # fmt: skip
+    def __init__(
+        self, model: ChatModel, config: AgentConfig | None = None, tools: Sequence[Tool] = TOOLS
+    ) -> None:
         self.model = model
         self.config = config or AgentConfig()
         self.tools = {t.name: t for t in tools}
@@ -125,12 +128,19 @@ class Agent:
         sources = select_sources(text, run.returned)
         text = with_footnotes(text, ())  # the answer as stored, before its footnotes
         answer = AgentAnswer(
-            content=with_footnotes(text, sources), sources=sources, tool_steps=run.steps,
-            timings={"model_s": round(run.model_s, 3), "tools_s": round(run.tools_s, 3),
-                     "route_s": round(run.route_s, 3),
-                     "total_s": round(time.perf_counter() - started, 3)},
-            fallback=fallback, iterations=run.calls, tokens=run.tokens,
-        )  # fmt: skip
+            content=with_footnotes(text, sources),
+            sources=sources,
+            tool_steps=run.steps,
+            timings={
+                "model_s": round(run.model_s, 3),
+                "tools_s": round(run.tools_s, 3),
+                "route_s": round(run.route_s, 3),
+                "total_s": round(time.perf_counter() - started, 3),
+            },
+            fallback=fallback,
+            iterations=run.calls,
+            tokens=run.tokens,
+        )
         if run.shown.strip() != text.strip():
             emit({"type": "text_replaced", "text": text, "reason": fallback or "final_answer"})
         if footnotes := answer.content[len(text) :]:
@@ -145,7 +155,9 @@ class Agent:
             turn = await self._step(run, tools=True)
             if turn.invalid_tool_calls and not turn.tool_calls:
                 run.messages.append(turn.to_message())
-                run.messages.append(Message.user(retry_message(turn.invalid_tool_calls, self.specs)))  # fmt: skip
+                run.messages.append(
+                    Message.user(retry_message(turn.invalid_tool_calls, self.specs))
+                )
                 continue
             fresh = fresh_calls(turn.tool_calls, run.seen)
             if turn.tool_calls and not fresh:
@@ -154,7 +166,9 @@ class Agent:
                 return turn.text, None
             run.messages.append(Message.assistant(turn.text, tuple(fresh)))
             for call in fresh:
-                run.emit({"type": "tool_call_started", "name": call.name, "arguments": call.arguments})  # fmt: skip
+                run.emit(
+                    {"type": "tool_call_started", "name": call.name, "arguments": call.arguments}
+                )
             for step in await self._run_tools(fresh, run, ctx):
                 run.emit({"type": "tool_call_finished", **step})
         return None, "max_iterations"
@@ -177,10 +191,11 @@ class Agent:
     async def _step(self, run: _Run, *, tools: bool) -> AssistantTurn:
         """One streamed model call; its text goes to the client as it is written."""
         params = ModelParams(
-            max_tokens=self.config.max_tokens, timeout_s=self.config.model_timeout_s,
+            max_tokens=self.config.max_tokens,
+            timeout_s=self.config.model_timeout_s,
             tool_choice="auto" if tools else "none",
             stop=ECHO_STOPS if run.outputs else (),  # don't wait for a copy of the results
-        )  # fmt: skip
+        )
         started, turn, fresh = time.perf_counter(), None, True
         run.calls += 1
         try:
@@ -203,10 +218,14 @@ class Agent:
         run.tokens += turn.usage.total
         return turn
 
-    async def _run_tools(self, calls: Sequence[ToolCall], run: _Run, ctx: ToolContext) -> list[dict[str, Any]]:  # fmt: skip
+    async def _run_tools(
+        self, calls: Sequence[ToolCall], run: _Run, ctx: ToolContext
+    ) -> list[dict[str, Any]]:
         started = time.perf_counter()
         timeout_s = self.config.tool_timeout_s
-        results = await asyncio.gather(*(run_tool(self.tools.get(c.name), c, ctx, timeout_s) for c in calls))  # fmt: skip
+        results = await asyncio.gather(
+            *(run_tool(self.tools.get(c.name), c, ctx, timeout_s) for c in calls)
+        )
         run.tools_s += time.perf_counter() - started
         for call, (step, content, sources) in zip(calls, results, strict=True):
             run.messages.append(Message.tool(content, tool_call_id=call.id, name=call.name))

@@ -34,9 +34,15 @@ async def run_tool(
         error = f"{type(exc).__name__}: {exc}"[:300]
     if error is not None:
         content = json.dumps({"error": f"{call.name} failed: {error}"})
-    step = {"id": call.id, "name": call.name, "arguments": call.arguments, "ok": error is None,
-            "error": error, "results": len(sources),
-            "ms": round((time.perf_counter() - started) * 1000, 1)}  # fmt: skip
+    step = {
+        "id": call.id,
+        "name": call.name,
+        "arguments": call.arguments,
+        "ok": error is None,
+        "error": error,
+        "results": len(sources),
+        "ms": round((time.perf_counter() - started) * 1000, 1),
+    }
     return step, content, sources
 
 

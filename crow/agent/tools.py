@@ -46,14 +46,18 @@ class _Args(BaseModel):
 _ONLY_IF = " Leave it out unless the question names one."
 Since = Annotated[
     str | None,
-    Field(description="Start: 'all time', or an ISO date or words like 'last week' if the "
-                      "question names a time."),
-]  # fmt: skip
+    Field(
+        description="Start: 'all time', or an ISO date or words like 'last week' if the "
+        "question names a time."
+    ),
+]
 Until = Annotated[
     str | None,
-    Field(description="End: 'all time' (up to the latest data), or an ISO date if the "
-                      "question names an end."),
-]  # fmt: skip
+    Field(
+        description="End: 'all time' (up to the latest data), or an ISO date if the "
+        "question names an end."
+    ),
+]
 
 
 class SummaryArgs(_Args):
@@ -88,9 +92,10 @@ class PatternArgs(_Args):
     query: str = Field(description="What the patterns are about.")
     type: PatternType | None = Field(None, description="Only this pattern type." + _ONLY_IF)
     since: str | None = Field(
-        None, description="Detected since: 'all time', or an ISO date or 'last week' if the "
-                          "question names a time."
-    )  # fmt: skip
+        None,
+        description="Detected since: 'all time', or an ISO date or 'last week' if the "
+        "question names a time.",
+    )
     limit: int = Field(5, ge=1, le=20)
 
 
@@ -167,8 +172,16 @@ async def search_products(args: ProductArgs, ctx: ToolContext) -> ToolOutput:
     query = "" if names_no_topic(args.query) else args.query
     sort = "popularity" if not query else args.sort
     hits = await _search(ctx, "products", query, min(args.limit, MAX_ROWS), sort=sort)
-    rows = [{"id": h["id"], "title": h["title"], "category": h["category"], "price": h["price"],
-             "interactions": h["interactions"]["total"]} for h in hits]  # fmt: skip
+    rows = [
+        {
+            "id": h["id"],
+            "title": h["title"],
+            "category": h["category"],
+            "price": h["price"],
+            "interactions": h["interactions"]["total"],
+        }
+        for h in hits
+    ]
     return ToolOutput(
         {"products": rows, "sorted_by": sort},
         [Source(type="product", id=h["id"], title=h["title"], detail=h["category"]) for h in hits],
@@ -179,8 +192,15 @@ async def search_interactions(args: InteractionArgs, ctx: ToolContext) -> ToolOu
     since, until = await _window(ctx, args.since, args.until)
     flt = SearchFilter(channel=args.channel, since=since, until=until)
     hits = await _search(ctx, "interactions", args.query, min(args.limit, MAX_ROWS), flt=flt)
-    rows = [{"id": h["id"], "channel": h["channel"], "date": _day(h["occurred_at"]),
-             "text": h["text"][:_SNIPPET]} for h in hits]  # fmt: skip
+    rows = [
+        {
+            "id": h["id"],
+            "channel": h["channel"],
+            "date": _day(h["occurred_at"]),
+            "text": h["text"][:_SNIPPET],
+        }
+        for h in hits
+    ]
     return ToolOutput(
         _noted({"interactions": rows}, channel=args.channel, since=args.since, until=args.until),
         [
@@ -192,10 +212,24 @@ async def search_interactions(args: InteractionArgs, ctx: ToolContext) -> ToolOu
 
 async def search_patterns(args: PatternArgs, ctx: ToolContext) -> ToolOutput:
     since, _ = await _window(ctx, args.since, None)
-    hits = await _search(ctx, "patterns", args.query, min(args.limit, MAX_ROWS),
-                         flt=SearchFilter(pattern_type=args.type, since=since))  # fmt: skip
-    rows = [{"id": h["id"], "type": h["type"], "title": h["title"], "description": h["description"][:_SNIPPET],
-             "detected": _day(h["detected_at"]), "confidence": h["confidence"]} for h in hits]  # fmt: skip
+    hits = await _search(
+        ctx,
+        "patterns",
+        args.query,
+        min(args.limit, MAX_ROWS),
+        flt=SearchFilter(pattern_type=args.type, since=since),
+    )
+    rows = [
+        {
+            "id": h["id"],
+            "type": h["type"],
+            "title": h["title"],
+            "description": h["description"][:_SNIPPET],
+            "detected": _day(h["detected_at"]),
+            "confidence": h["confidence"],
+        }
+        for h in hits
+    ]
     return ToolOutput(
         _noted({"patterns": rows}, type=args.type, since=args.since),
         [Source(type="pattern", id=h["id"], title=h["title"], detail=h["type"]) for h in hits],
@@ -204,8 +238,15 @@ async def search_patterns(args: PatternArgs, ctx: ToolContext) -> ToolOutput:
 
 async def search_org_context(args: OrgContextArgs, ctx: ToolContext) -> ToolOutput:
     hits = await _search(ctx, "org_context", args.query, args.limit)
-    rows = [{"id": h["id"], "title": h["title"], "type": h["context_type"],
-             "text": h["body"][: _SNIPPET * 2]} for h in hits]  # fmt: skip
+    rows = [
+        {
+            "id": h["id"],
+            "title": h["title"],
+            "type": h["context_type"],
+            "text": h["body"][: _SNIPPET * 2],
+        }
+        for h in hits
+    ]
     return ToolOutput(
         {"documents": rows},
         [
@@ -225,9 +266,12 @@ class Tool:
     @property
     def spec(self) -> ToolSpec:
         schema = self.args.model_json_schema()
-        params = {"type": "object", "properties": {
-            name: _plain(prop) for name, prop in schema.get("properties", {}).items()
-        }}  # fmt: skip
+        params = {
+            "type": "object",
+            "properties": {
+                name: _plain(prop) for name, prop in schema.get("properties", {}).items()
+            },
+        }
         if schema.get("required"):
             params["required"] = schema["required"]
         return ToolSpec(name=self.name, description=self.description, parameters=params)
@@ -246,29 +290,44 @@ def _plain(prop: dict[str, Any]) -> dict[str, Any]:
 
 
 TOOLS: tuple[Tool, ...] = (
-    Tool("get_interaction_summary",
-         "Count customer interactions: the total and the breakdown per channel (web, cctv, "
-         "social), optionally for one channel or a time range. Use it for every 'how many', "
-         "'total', 'count' or 'breakdown' question about interactions; with no arguments it "
-         "counts all of them.",
-         SummaryArgs, get_interaction_summary),
-    Tool("search_products",
-         "Find products in the catalog, each with its number of customer interactions. For the "
-         "top, best-selling or most popular products use sort='popularity': with an empty "
-         "query for the whole catalog, or with the kind of product as the query (e.g. 'tents').",
-         ProductArgs, search_products),
-    Tool("search_interactions",
-         "Find individual customer interactions: web visits, in-store camera (cctv) "
-         "observations and social media posts, optionally by channel and time.",
-         InteractionArgs, search_interactions),
-    Tool("search_patterns",
-         "Find detected behavioral patterns: trends, anomalies, customer segments, seasonal "
-         "effects, churn risks and product affinities.",
-         PatternArgs, search_patterns),
-    Tool("search_org_context",
-         "Search the company's own knowledge base: company profile, target market, mission "
-         "and values, store locations, competitors, return / shipping / privacy policies, "
-         "loyalty program and category guides.",
-         OrgContextArgs, search_org_context),
-)  # fmt: skip
+    Tool(
+        "get_interaction_summary",
+        "Count customer interactions: the total and the breakdown per channel (web, cctv, "
+        "social), optionally for one channel or a time range. Use it for every 'how many', "
+        "'total', 'count' or 'breakdown' question about interactions; with no arguments it "
+        "counts all of them.",
+        SummaryArgs,
+        get_interaction_summary,
+    ),
+    Tool(
+        "search_products",
+        "Find products in the catalog, each with its number of customer interactions. For the "
+        "top, best-selling or most popular products use sort='popularity': with an empty "
+        "query for the whole catalog, or with the kind of product as the query (e.g. 'tents').",
+        ProductArgs,
+        search_products,
+    ),
+    Tool(
+        "search_interactions",
+        "Find individual customer interactions: web visits, in-store camera (cctv) "
+        "observations and social media posts, optionally by channel and time.",
+        InteractionArgs,
+        search_interactions,
+    ),
+    Tool(
+        "search_patterns",
+        "Find detected behavioral patterns: trends, anomalies, customer segments, seasonal "
+        "effects, churn risks and product affinities.",
+        PatternArgs,
+        search_patterns,
+    ),
+    Tool(
+        "search_org_context",
+        "Search the company's own knowledge base: company profile, target market, mission "
+        "and values, store locations, competitors, return / shipping / privacy policies, "
+        "loyalty program and category guides.",
+        OrgContextArgs,
+        search_org_context,
+    ),
+)
 TOOLS_BY_NAME: dict[str, Tool] = {t.name: t for t in TOOLS}

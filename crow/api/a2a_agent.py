@@ -49,27 +49,47 @@ CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
 BEARER_SCHEME = "bearer"
 
 _SKILLS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
-    ("product-search", "Product search",
-     "Finds catalog products and ranks them by relevance or by customer interactions.",
-     ("Which five products get the most attention from shoppers?",
-      "Do we carry any insulated water bottles, and how popular are they?")),
-    ("interaction-analysis", "Interaction analysis",
-     "Counts and searches customer interactions across web, in-store camera and social "
-     "channels, optionally for a time range.",
-     ("How many social media interactions did we log last month?",
-      "Show recent in-store observations about checkout queues.",
-      "What is the split of interactions per channel this week?")),
-    ("pattern-insights", "Pattern insights",
-     "Surfaces detected behavioral patterns: trends, anomalies, segments, seasonality, "
-     "churn risks and product affinities.",
-     ("Have any unusual spikes in activity been detected recently?",
-      "Which customer segments look likely to churn?")),
-    ("org-context", "Organization context",
-     "Answers from the company's own knowledge base: profile, policies, stores, "
-     "competitors and programs.",
-     ("What does our loyalty program offer members?",
-      "Summarize the shipping policy for online orders.")),
-)  # fmt: skip
+    (
+        "product-search",
+        "Product search",
+        "Finds catalog products and ranks them by relevance or by customer interactions.",
+        (
+            "Which five products get the most attention from shoppers?",
+            "Do we carry any insulated water bottles, and how popular are they?",
+        ),
+    ),
+    (
+        "interaction-analysis",
+        "Interaction analysis",
+        "Counts and searches customer interactions across web, in-store camera and social "
+        "channels, optionally for a time range.",
+        (
+            "How many social media interactions did we log last month?",
+            "Show recent in-store observations about checkout queues.",
+            "What is the split of interactions per channel this week?",
+        ),
+    ),
+    (
+        "pattern-insights",
+        "Pattern insights",
+        "Surfaces detected behavioral patterns: trends, anomalies, segments, seasonality, "
+        "churn risks and product affinities.",
+        (
+            "Have any unusual spikes in activity been detected recently?",
+            "Which customer segments look likely to churn?",
+        ),
+    ),
+    (
+        "org-context",
+        "Organization context",
+        "Answers from the company's own knowledge base: profile, policies, stores, "
+        "competitors and programs.",
+        (
+            "What does our loyalty program offer members?",
+            "Summarize the shipping policy for online orders.",
+        ),
+    ),
+)
 
 
 def agent_card(rpc_url: str) -> AgentCard:
@@ -89,13 +109,17 @@ def agent_card(rpc_url: str) -> AgentCard:
         default_input_modes=["text/plain"],
         default_output_modes=["text/plain"],
         skills=[_skill(*skill) for skill in _SKILLS],
-        security_schemes={BEARER_SCHEME: SecurityScheme(
-            http_auth_security_scheme=HTTPAuthSecurityScheme(
-                scheme="Bearer", bearer_format="API key",
-                description="An API key of the organization: 'Authorization: Bearer <key>'.",
-            ))},
+        security_schemes={
+            BEARER_SCHEME: SecurityScheme(
+                http_auth_security_scheme=HTTPAuthSecurityScheme(
+                    scheme="Bearer",
+                    bearer_format="API key",
+                    description="An API key of the organization: 'Authorization: Bearer <key>'.",
+                )
+            )
+        },
         security_requirements=[SecurityRequirement(schemes={BEARER_SCHEME: StringList()})],
-    )  # fmt: skip
+    )
 
 
 def _skill(skill_id: str, name: str, description: str, examples: tuple[str, ...]) -> AgentSkill:
@@ -158,8 +182,11 @@ class CrowAgentExecutor(AgentExecutor):
         question = context.get_user_input().strip()
         limit = services.settings.limits.max_message_chars
         if not question or len(question) > limit:
-            why = "send the question as a text part" if not question else (
-                f"the question is longer than {limit} characters")  # fmt: skip
+            why = (
+                "send the question as a text part"
+                if not question
+                else (f"the question is longer than {limit} characters")
+            )
             await updater.reject(new_text_message(why, context_id=context_id, task_id=task_id))
             return
         await updater.start_work()
@@ -169,8 +196,11 @@ class CrowAgentExecutor(AgentExecutor):
                 org_id, session_id, question, message_id=_idempotency_key(context)
             )
         except (ModelError, SessionNotFound, AnswerInProgress) as exc:
-            message = f"the model could not answer: {exc}" if isinstance(exc, ModelError) else (
-                chat_error(exc).message)  # fmt: skip
+            message = (
+                f"the model could not answer: {exc}"
+                if isinstance(exc, ModelError)
+                else (chat_error(exc).message)
+            )
             await updater.failed(new_text_message(message, context_id=context_id, task_id=task_id))
             return
         await updater.add_artifact(

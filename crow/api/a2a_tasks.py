@@ -15,10 +15,14 @@ from a2a.server.tasks import InMemoryTaskStore, TaskStore
 from a2a.types.a2a_pb2 import ListTasksRequest, ListTasksResponse, Task, TaskState
 from google.protobuf.json_format import MessageToJson, Parse
 
-FINAL_STATES = frozenset({
-    TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED,
-    TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_REJECTED,
-})  # fmt: skip
+FINAL_STATES = frozenset(
+    {
+        TaskState.TASK_STATE_COMPLETED,
+        TaskState.TASK_STATE_FAILED,
+        TaskState.TASK_STATE_CANCELED,
+        TaskState.TASK_STATE_REJECTED,
+    }
+)
 
 
 def _org_and_store(context: ServerCallContext) -> tuple[str, Any]:
@@ -30,9 +34,14 @@ class ChatStoreTaskStore(TaskStore):
         org_id, store = _org_and_store(context)
         retention_s = context.state["services"].settings.limits.a2a_task_retention_h * 3600
         await store.save_a2a_task(
-            org_id, task.id, task.context_id, TaskState.Name(task.status.state),
-            task.status.state in FINAL_STATES, MessageToJson(task), retention_s=retention_s,
-        )  # fmt: skip
+            org_id,
+            task.id,
+            task.context_id,
+            TaskState.Name(task.status.state),
+            task.status.state in FINAL_STATES,
+            MessageToJson(task),
+            retention_s=retention_s,
+        )
 
     async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
         org_id, store = _org_and_store(context)

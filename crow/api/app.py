@@ -68,8 +68,12 @@ def create_app(
     install_error_handlers(app, {**CHAT_ERRORS, **(extra_errors or {})})
     limits, auth = services.settings.limits, services.settings.auth
     # The last added runs first: metrics, then the guard, then the body bounds.
-    app.add_middleware(BodyLimit, limit=limits.max_body_bytes,
-                       upload_limit=limits.max_ingest_bytes, uploads=UPLOADS)  # fmt: skip
+    app.add_middleware(
+        BodyLimit,
+        limit=limits.max_body_bytes,
+        upload_limit=limits.max_ingest_bytes,
+        uploads=UPLOADS,
+    )
     app.add_middleware(AuthGuard, settings=auth, authenticate=services.store.authenticate)
     app.add_middleware(RequestMetrics, metrics=services.metrics)
     app.include_router(routes_health.router)
@@ -81,8 +85,10 @@ def create_app(
     app.include_router(routes_chat.router)
     app.include_router(routes_a2a.router)
     if chat_model is not None:
-        app.include_router(_openai_routes(services, chat_model),
-                           dependencies=[Depends(_json_only), Depends(_v1_allowed)])  # fmt: skip
+        app.include_router(
+            _openai_routes(services, chat_model),
+            dependencies=[Depends(_json_only), Depends(_v1_allowed)],
+        )
     app.add_route(MCP_PATH, mcp, include_in_schema=False)  # MCP streamable HTTP (ASGI app)
     routes_dashboard.install(app)  # the web page at / and /static/
     document_errors(app)
@@ -95,8 +101,9 @@ def _json_only(request: Request) -> None:
         raise ApiError(415, "unsupported_media_type", "send the request as application/json")
 
 
-async def _v1_allowed(request: Request, services: ServicesDep, principal: PrincipalDep,
-                      org_id: OrgDep) -> None:  # fmt: skip
+async def _v1_allowed(
+    request: Request, services: ServicesDep, principal: PrincipalDep, org_id: OrgDep
+) -> None:
     """A completion is a chat message: the key's chat rate and the org's token quota."""
     if request.method == "POST":
         await chat_allowed(services, principal, org_id)
@@ -112,5 +119,10 @@ def _openai_routes(services: Services, model: ChatModel) -> APIRouter:
 
     llm = services.settings.llm
     deadline = ModelParams(timeout_s=services.settings.timeouts.model_s)
-    return openai_router(model, model_name=llm.model, max_tokens=llm.max_tokens,
-                         default_params=deadline, on_turn=count_tokens)  # fmt: skip
+    return openai_router(
+        model,
+        model_name=llm.model,
+        max_tokens=llm.max_tokens,
+        default_params=deadline,
+        on_turn=count_tokens,
+    )

@@ -102,9 +102,11 @@ AdminOrg = Annotated[str, Depends(_role("admin"))]
 
 
 async def admit(
-    services: Services, principal: Principal, bucket: Literal["chat", "search"],
+    services: Services,
+    principal: Principal,
+    bucket: Literal["chat", "search"],
     org_id: str | None = None,
-) -> None:  # fmt: skip
+) -> None:
     """One request from the caller's `bucket` (and, given `org_id`, within the organization's
     daily token quota); 429 with Retry-After otherwise."""
     quotas = services.settings.quotas
@@ -114,21 +116,31 @@ async def admit(
         else (quotas.search_per_minute, quotas.search_burst)
     )
     refused = await services.store.admit(
-        f"{bucket}:{principal.key_id}", per_minute=per_minute, burst=burst, org_id=org_id,
+        f"{bucket}:{principal.key_id}",
+        per_minute=per_minute,
+        burst=burst,
+        org_id=org_id,
         daily_tokens=quotas.daily_tokens if org_id else 0,
-    )  # fmt: skip
+    )
     if refused is None:
         return
     reason, wait = refused
     if reason == "rate":
         seconds = max(1, round(wait + 0.5))
-        raise ApiError(429, "rate_limited", f"too many {bucket} requests; retry in {seconds} s",
-                       headers={"Retry-After": str(seconds)})  # fmt: skip
+        raise ApiError(
+            429,
+            "rate_limited",
+            f"too many {bucket} requests; retry in {seconds} s",
+            headers={"Retry-After": str(seconds)},
+        )
     now = datetime.now(UTC)
     midnight = (now + timedelta(days=1)).replace(hour=0, minute=0, second=0, microsecond=0)
-    raise ApiError(429, "quota_exceeded",
-                   f"today's {quotas.daily_tokens:,} model tokens are spent; the quota renews at 00:00 UTC",
-                   headers={"Retry-After": str(int((midnight - now).total_seconds()) + 1)})  # fmt: skip
+    raise ApiError(
+        429,
+        "quota_exceeded",
+        f"today's {quotas.daily_tokens:,} model tokens are spent; the quota renews at 00:00 UTC",
+        headers={"Retry-After": str(int((midnight - now).total_seconds()) + 1)},
+    )
 
 
 async def chat_allowed(services: ServicesDep, principal: PrincipalDep, org_id: OrgDep) -> str:

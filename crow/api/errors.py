@@ -32,9 +32,14 @@ class ApiError(Exception):
     """An answer other than 2xx, raised anywhere below a route."""
 
     def __init__(
-        self, status: int, code: str, message: str, details: list[dict[str, Any]] | None = None,
-        *, headers: dict[str, str] | None = None,
-    ) -> None:  # fmt: skip
+        self,
+        status: int,
+        code: str,
+        message: str,
+        details: list[dict[str, Any]] | None = None,
+        *,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.status, self.code, self.message, self.details = status, code, message, details
         self.headers = headers

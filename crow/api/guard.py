@@ -21,10 +21,19 @@ from crow.api.errors import error_response
 from crow.auth.keys import PLATFORM, Principal, same_secret
 from crow.settings import AuthSettings, read_secret
 
-PUBLIC_PATHS = frozenset({
-    "/health", "/ready", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json", "/",
-    "/.well-known/agent-card.json", "/.well-known/agent.json",
-})  # fmt: skip
+PUBLIC_PATHS = frozenset(
+    {
+        "/health",
+        "/ready",
+        "/docs",
+        "/docs/oauth2-redirect",
+        "/redoc",
+        "/openapi.json",
+        "/",
+        "/.well-known/agent-card.json",
+        "/.well-known/agent.json",
+    }
+)
 PUBLIC_PREFIXES = ("/static/",)
 PROBES = frozenset({"/health", "/ready"})  # answered whatever the Host (cluster probes)
 LOCAL_DEV = Principal("local-dev", None, "admin")  # auth.mode 'off': the org from the header
@@ -92,17 +101,30 @@ class AuthGuard:
             client, server = scope.get("client") or (None,), scope.get("server") or (None,)
             if _is_loopback(client[0]) and _is_loopback(server[0]):
                 return LOCAL_DEV, None
-            return None, (403, "auth_off", "auth.mode 'off' answers only local clients of a "
-                          "server bound to a loopback address; use API keys", None)  # fmt: skip
+            return None, (
+                403,
+                "auth_off",
+                "auth.mode 'off' answers only local clients of a "
+                "server bound to a loopback address; use API keys",
+                None,
+            )
         value = _header(scope, b"authorization") or ""
         scheme, _, key = value.partition(" ")
         if scheme.lower() != "bearer" or not key.strip():
-            return None, (401, "unauthorized", "send an API key: 'Authorization: Bearer <key>'",
-                          REALM)  # fmt: skip
+            return None, (
+                401,
+                "unauthorized",
+                "send an API key: 'Authorization: Bearer <key>'",
+                REALM,
+            )
         principal = await self._lookup(key.strip())
         if principal is None:
-            return None, (401, "invalid_key", "the API key is unknown, revoked or expired",
-                          f'{REALM}, error="invalid_token"')  # fmt: skip
+            return None, (
+                401,
+                "invalid_key",
+                "the API key is unknown, revoked or expired",
+                f'{REALM}, error="invalid_token"',
+            )
         return principal, None
 
     async def _lookup(self, key: str) -> Principal | None:

@@ -111,10 +111,14 @@ class McpEndpoint:
         tools = []
         for tool in TOOLS:
             spec = tool.spec
-            tools.append(types.Tool(
-                name=tool.name, description=tool.description, input_schema=spec.parameters,
-                annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
-            ))  # fmt: skip
+            tools.append(
+                types.Tool(
+                    name=tool.name,
+                    description=tool.description,
+                    input_schema=spec.parameters,
+                    annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
+                )
+            )
         return types.ListToolsResult(tools=tools)
 
     async def _call_tool(
@@ -130,8 +134,9 @@ class McpEndpoint:
             return _tool_result({"error": exc.code, "message": exc.message}, error=True)
         tool = TOOLS_BY_NAME.get(params.name)
         if tool is None:
-            return _tool_result({"error": "unknown_tool", "message": f"no tool {params.name!r}"},
-                                error=True)  # fmt: skip
+            return _tool_result(
+                {"error": "unknown_tool", "message": f"no tool {params.name!r}"}, error=True
+            )
         s = self.services
         tool_ctx = ToolContext(org_id, s.embedder, s.retriever, s.analytics)
         try:

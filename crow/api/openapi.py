@@ -29,8 +29,10 @@ class ErrorBody(BaseModel):
 _RETRY = {"Retry-After": {"description": "Seconds to wait.", "schema": {"type": "integer"}}}
 _STATUSES: dict[int, tuple[str, dict[str, Any]]] = {
     400: ("Bad request: a missing header, a Host not served", {}),
-    401: ("No API key, or an unknown, revoked or expired one",
-          {"WWW-Authenticate": {"description": "Bearer", "schema": {"type": "string"}}}),
+    401: (
+        "No API key, or an unknown, revoked or expired one",
+        {"WWW-Authenticate": {"description": "Bearer", "schema": {"type": "string"}}},
+    ),
     403: ("The key may not do this, or names another organization", {}),
     404: ("No such resource in the key's organization", {}),
     409: ("Conflict: a reindex already running, the session cap reached", {}),
@@ -40,7 +42,7 @@ _STATUSES: dict[int, tuple[str, dict[str, Any]]] = {
     429: ("Rate limit or daily token quota reached", _RETRY),
     503: ("A dependency is not ready or is overloaded; retry", {}),
     504: ("The model took too long", {}),
-}  # fmt: skip
+}
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorBody, "description": text, **({"headers": h} if h else {})}
     for status, (text, h) in _STATUSES.items()
@@ -54,10 +56,14 @@ def document_errors(app: FastAPI) -> None:
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            schema = get_openapi(title=app.title, version=app.version,
-                                 description=app.description, routes=app.routes)  # fmt: skip
+            schema = get_openapi(
+                title=app.title, version=app.version, description=app.description, routes=app.routes
+            )
             schema.setdefault("components", {}).setdefault("securitySchemes", {})["HTTPBearer"] = {
-                "type": "http", "scheme": "bearer", "bearerFormat": "API key"}  # fmt: skip
+                "type": "http",
+                "scheme": "bearer",
+                "bearerFormat": "API key",
+            }
             for path, operations in schema.get("paths", {}).items():
                 for operation in operations.values():
                     if is_public(path):

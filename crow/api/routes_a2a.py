@@ -33,7 +33,12 @@ log = logging.getLogger(__name__)
 router = APIRouter(tags=["a2a"])
 
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = (
-    -32700, -32600, -32601, -32602, -32603)  # fmt: skip
+    -32700,
+    -32600,
+    -32601,
+    -32602,
+    -32603,
+)
 JsonRpcId = str | int | None
 
 
@@ -70,8 +75,10 @@ def _now() -> str:
 def _task(params: _SendParams, session_id: str, state: str, **extra: Any) -> dict[str, Any]:
     status: dict[str, Any] = {"state": state, "timestamp": _now()}
     if "status_text" in extra:
-        status["message"] = {"role": "agent",
-                             "parts": [{"type": "text", "text": extra.pop("status_text")}]}  # fmt: skip
+        status["message"] = {
+            "role": "agent",
+            "parts": [{"type": "text", "text": extra.pop("status_text")}],
+        }
     return {"id": params.id, "sessionId": session_id, "status": status, **extra}
 
 
@@ -84,11 +91,19 @@ async def _run_task(
     try:
         answer = await services.chat.send(org_id, chat_id, question)
     except ModelError as exc:
-        return _task(params, reply_session, "failed", artifacts=[],
-                     status_text=f"the model could not answer: {exc}")  # fmt: skip
-    artifact = {"name": "answer", "index": 0,
-                "parts": [{"type": "text", "text": answer["content"]}],
-                "metadata": {"sources": answer.get("sources") or [], "chat_session_id": chat_id}}  # fmt: skip
+        return _task(
+            params,
+            reply_session,
+            "failed",
+            artifacts=[],
+            status_text=f"the model could not answer: {exc}",
+        )
+    artifact = {
+        "name": "answer",
+        "index": 0,
+        "parts": [{"type": "text", "text": answer["content"]}],
+        "metadata": {"sources": answer.get("sources") or [], "chat_session_id": chat_id},
+    }
     return _task(params, reply_session, "completed", artifacts=[artifact])
 
 

@@ -55,10 +55,13 @@ async def own_session(services: Services, org_id: str, session_id: str) -> dict[
 
 CHAT_ERRORS: dict[type[Exception], ApiError] = {
     SessionNotFound: ApiError(404, "session_not_found", "no such session (deleted?)"),
-    AnswerInProgress: ApiError(409, "message_in_progress",
-                               "this message_id is being answered; retry in a few seconds",
-                               headers={"Retry-After": "5"}),
-}  # fmt: skip
+    AnswerInProgress: ApiError(
+        409,
+        "message_in_progress",
+        "this message_id is being answered; retry in a few seconds",
+        headers={"Retry-After": "5"},
+    ),
+}
 
 
 def chat_error(exc: Exception) -> ApiError:
@@ -94,8 +97,11 @@ async def new_session(
         org_id, kind=kind, title=body.title if body else None, max_sessions=cap
     )
     if session is None:
-        raise ApiError(409, "too_many_sessions",
-                       f"the organization has {cap:,} sessions; delete old ones first")  # fmt: skip
+        raise ApiError(
+            409,
+            "too_many_sessions",
+            f"the organization has {cap:,} sessions; delete old ones first",
+        )
     return session
 
 
@@ -135,8 +141,11 @@ async def list_messages(
     await own_session(services, org_id, session_id)
     messages = await services.store.list_messages(org_id, session_id, limit=limit, before=before)
     has_more = bool(messages) and messages[0]["seq"] > 1
-    return {"messages": messages, "has_more": has_more,
-            "next_before": messages[0]["seq"] if has_more else None}  # fmt: skip
+    return {
+        "messages": messages,
+        "has_more": has_more,
+        "next_before": messages[0]["seq"] if has_more else None,
+    }
 
 
 @router.post("/{session_id}/messages", summary="Send a message and get the answer")
@@ -170,5 +179,8 @@ async def stream_message(
             err = chat_error(exc)
             yield f"event: error\ndata: {json.dumps(error_body(err.code, err.message))}\n\n"
 
-    return StreamingResponse(events(), media_type="text/event-stream",
-                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})  # fmt: skip
+    return StreamingResponse(
+        events(),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )

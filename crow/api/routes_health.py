@@ -37,8 +37,10 @@ async def _check(facade: Any) -> str:
 
 @router.get("/ready", summary="Every dependency answers")
 async def ready(services: ServicesDep) -> JSONResponse:
-    deps = {name: getattr(services, name) for name in ("store", "embedder", "retriever", "analytics",
-                                                         "indexer", "chat")}  # fmt: skip
+    deps = {
+        name: getattr(services, name)
+        for name in ("store", "embedder", "retriever", "analytics", "indexer", "chat")
+    }
     present = {name: facade for name, facade in deps.items() if facade is not None}
     results = await asyncio.gather(*(_check(f) for f in present.values()))
     checks = dict(zip(present, results, strict=True))
@@ -47,8 +49,9 @@ async def ready(services: ServicesDep) -> JSONResponse:
         message = "not ready - " + ", ".join(f"{k}: {v}" for k, v in failing.items())
         details = [{"dependency": k, "reason": v} for k, v in failing.items()]
         return JSONResponse(error_body("not_ready", message, details), status_code=503)
-    return JSONResponse({"status": "ready", "checks": checks,
-                         "organizations": len(services.lake.list_orgs())})  # fmt: skip
+    return JSONResponse(
+        {"status": "ready", "checks": checks, "organizations": len(services.lake.list_orgs())}
+    )
 
 
 @router.get("/api/v1/organizations", tags=["organizations"], summary="The caller's organization")

@@ -78,18 +78,21 @@ async def ingest_rows(
         # Rows are counted while they are read (a Parquet file's from its footer) and the
         # decoded size of a Parquet file is bounded, so a small upload cannot expand into
         # millions of rows.
-        written = await _while_connected(request, partial(
-            ingest,
-            services.lake,
-            org_id,
-            collection,
-            data,
-            fmt,
-            mode=mode,
-            max_rows=limits.max_ingest_rows,
-            max_errors=limits.max_row_errors,
-            max_bytes=limits.max_ingest_bytes,
-        ))  # fmt: skip
+        written = await _while_connected(
+            request,
+            partial(
+                ingest,
+                services.lake,
+                org_id,
+                collection,
+                data,
+                fmt,
+                mode=mode,
+                max_rows=limits.max_ingest_rows,
+                max_errors=limits.max_row_errors,
+                max_bytes=limits.max_ingest_bytes,
+            ),
+        )
     except IngestAbandoned as exc:
         raise ApiError(499, "client_closed_request", str(exc)) from None
     except UnsupportedFormat as exc:

@@ -18,8 +18,11 @@ router = APIRouter(prefix="/api/v1", tags=["access"])
 class KeyIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    role: Role = Field("reader", description="reader: chat, Q&A, search; editor: also ingest "
-                       "and indexing; admin: also the organization's keys.")  # fmt: skip
+    role: Role = Field(
+        "reader",
+        description="reader: chat, Q&A, search; editor: also ingest "
+        "and indexing; admin: also the organization's keys.",
+    )
     name: str | None = Field(None, max_length=100, description="Who or what uses the key.")
     expires_in_days: int | None = Field(None, ge=1, le=3650, description="Default: never.")
 

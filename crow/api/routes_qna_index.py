@@ -78,9 +78,13 @@ async def qna_reindex(
     body = body or ReindexIn()
     job = await services.indexer.submit(org_id, list(body.collections), body.mode == "full")
     if job.pop("already_running", False):
-        raise ApiError(409, "reindex_running",
-                       f"reindex job {job['id']} of {', '.join(job['collections'])} is running; "
-                       "poll it, then submit again", [{"job_id": job["id"], "state": job["state"]}])  # fmt: skip
+        raise ApiError(
+            409,
+            "reindex_running",
+            f"reindex job {job['id']} of {', '.join(job['collections'])} is running; "
+            "poll it, then submit again",
+            [{"job_id": job["id"], "state": job["state"]}],
+        )
     return job
 
 

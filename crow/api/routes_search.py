@@ -77,8 +77,13 @@ async def run_search(
             503, "index_not_ready", f"the {collection} index is not built yet; run a reindex"
         ) from None
     page = hits[offset:]
-    return {"organization_id": org_id, "query": query, "count": len(page), "offset": offset,
-            "results": page}  # fmt: skip
+    return {
+        "organization_id": org_id,
+        "query": query,
+        "count": len(page),
+        "offset": offset,
+        "results": page,
+    }
 
 
 @router.get("/api/v1/products/search", summary="Semantic product search with popularity")
@@ -94,9 +99,15 @@ async def search_products(
     if not query.strip() and sort == "relevance":
         raise ApiError(422, "invalid_request", "give a query, or sort=popularity for top products")
     return await run_search(
-        services, org_id, "products", query.strip() or None, limit=limit, offset=offset,
-        flt=SearchFilter(category=category), sort=sort,
-    )  # fmt: skip
+        services,
+        org_id,
+        "products",
+        query.strip() or None,
+        limit=limit,
+        offset=offset,
+        flt=SearchFilter(category=category),
+        sort=sort,
+    )
 
 
 @router.get("/api/v1/interactions/organization/{org_id}/search", summary="Search interactions")

@@ -11,18 +11,31 @@ from crow.store import db
 class A2AState(db.Database):
     # --- A2A tasks and conversations ---------------------------------------------------
     def save_a2a_task(
-        self, org_id: str, task_id: str, context_id: str, state: str, final: bool, body: str,
-        *, retention_s: float,
-    ) -> None:  # fmt: skip
+        self,
+        org_id: str,
+        task_id: str,
+        context_id: str,
+        state: str,
+        final: bool,
+        body: str,
+        *,
+        retention_s: float,
+    ) -> None:
         """Store a task's JSON; finished tasks of the org older than `retention_s` go."""
         now = db.now()
         with self._lock:
-            self._transaction([
-                ("INSERT OR REPLACE INTO a2a_tasks VALUES (?, ?, ?, ?, ?, ?, ?)",
-                 [org_id, task_id, context_id, state, final, body, now]),
-                ("DELETE FROM a2a_tasks WHERE org_id = ? AND final AND updated_at < ?",
-                 [org_id, now - timedelta(seconds=retention_s)]),
-            ])  # fmt: skip
+            self._transaction(
+                [
+                    (
+                        "INSERT OR REPLACE INTO a2a_tasks VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        [org_id, task_id, context_id, state, final, body, now],
+                    ),
+                    (
+                        "DELETE FROM a2a_tasks WHERE org_id = ? AND final AND updated_at < ?",
+                        [org_id, now - timedelta(seconds=retention_s)],
+                    ),
+                ]
+            )
 
     def get_a2a_task(self, org_id: str, task_id: str) -> str | None:
         rows = self._query(

@@ -22,9 +22,13 @@ class Access(db.Database):
 
     # --- API keys ----------------------------------------------------------------------
     def create_api_key(
-        self, org_id: str, role: str, *, name: str | None = None,
+        self,
+        org_id: str,
+        role: str,
+        *,
+        name: str | None = None,
         expires_at: datetime | None = None,
-    ) -> dict[str, Any]:  # fmt: skip
+    ) -> dict[str, Any]:
         """A new key: the record with the key itself under "key" (shown this once only)."""
         self.ensure_org(org_id)
         key_id, secret_hash, key = new_key()
@@ -71,15 +75,26 @@ class Access(db.Database):
             f"WHERE {where} ORDER BY org_id, created_at",
             params,
         )
-        return [{**r, **{k: db.iso(r[k]) for k in ("created_at", "expires_at", "revoked_at")},
-                 "active": r["revoked_at"] is None
-                 and (r["expires_at"] is None or r["expires_at"] > db.now())} for r in rows]  # fmt: skip
+        return [
+            {
+                **r,
+                **{k: db.iso(r[k]) for k in ("created_at", "expires_at", "revoked_at")},
+                "active": r["revoked_at"] is None
+                and (r["expires_at"] is None or r["expires_at"] > db.now()),
+            }
+            for r in rows
+        ]
 
     # --- limits and usage --------------------------------------------------------------
     def admit(
-        self, bucket: str, *, per_minute: float, burst: int, org_id: str | None = None,
+        self,
+        bucket: str,
+        *,
+        per_minute: float,
+        burst: int,
+        org_id: str | None = None,
         daily_tokens: int = 0,
-    ) -> tuple[str, float] | None:  # fmt: skip
+    ) -> tuple[str, float] | None:
         """One request against a rate bucket and, with `daily_tokens`, the org's token quota
         (one round trip for both): None when it may go ahead, else ("quota", 0.0) or ("rate",
         seconds to wait). A request refused by the quota takes no token."""

@@ -35,9 +35,13 @@ class ChatStore(Access, A2AState):
 
     # --- sessions --------------------------------------------------------------------
     def create_session(
-        self, org_id: str, *, kind: SessionKind = "chat", title: str | None = None,
+        self,
+        org_id: str,
+        *,
+        kind: SessionKind = "chat",
+        title: str | None = None,
         max_sessions: int | None = None,
-    ) -> dict[str, Any] | None:  # fmt: skip
+    ) -> dict[str, Any] | None:
         """The new session; None when the org already has `max_sessions` sessions."""
         self.ensure_org(org_id)
         sid, now = new_id("ses"), db.now()
@@ -128,13 +132,20 @@ class ChatStore(Access, A2AState):
                     FROM messages WHERE session_id = ?
                     """,
                     [
-                        mid, session_id, org_id, role, content,
-                        json.dumps(sources or []), json.dumps(tool_steps or []),
-                        json.dumps(timings or {}), now, session_id,
+                        mid,
+                        session_id,
+                        org_id,
+                        role,
+                        content,
+                        json.dumps(sources or []),
+                        json.dumps(tool_steps or []),
+                        json.dumps(timings or {}),
+                        now,
+                        session_id,
                     ],
                 ),
                 ("UPDATE sessions SET updated_at = ? WHERE id = ?", [now, session_id]),
-            ]  # fmt: skip
+            ]
             if role == "user" and not session["title"]:
                 title = session_title(content)
                 statements.append(
@@ -188,9 +199,13 @@ class ChatStore(Access, A2AState):
         return [{**r, "created_at": db.iso(r["created_at"])} for r in rows]
 
     def create_job_run(
-        self, org_id: str, kind: str, *, job_id: str | None = None,
+        self,
+        org_id: str,
+        kind: str,
+        *,
+        job_id: str | None = None,
         collections: list[str] | None = None,
-    ) -> dict[str, Any]:  # fmt: skip
+    ) -> dict[str, Any]:
         """A new pending job, or, when a pending or running job of the org already covers one
         of `collections`, that job with ``already_running: True`` (nothing is created)."""
         jid, now = job_id or new_id("job"), db.now()
@@ -198,8 +213,9 @@ class ChatStore(Access, A2AState):
             if collections:
                 for row in self._con.execute(
                     "SELECT id, collections FROM job_runs WHERE org_id = ? AND kind = ? "
-                    "AND state IN ('pending', 'running') ORDER BY created_at", [org_id, kind],
-                ).fetchall():  # fmt: skip
+                    "AND state IN ('pending', 'running') ORDER BY created_at",
+                    [org_id, kind],
+                ).fetchall():
                     if set(json.loads(row[1] or "[]")) & set(collections):
                         running = row[0]
                         break
@@ -245,8 +261,12 @@ class ChatStore(Access, A2AState):
         if row is None:
             return None
         r = dict(zip(cols, row, strict=True))
-        return {**r, "collections": json.loads(r["collections"] or "[]"),
-                "created_at": db.iso(r["created_at"]), "updated_at": db.iso(r["updated_at"])}  # fmt: skip
+        return {
+            **r,
+            "collections": json.loads(r["collections"] or "[]"),
+            "created_at": db.iso(r["created_at"]),
+            "updated_at": db.iso(r["updated_at"]),
+        }
 
     # --- answers in progress -------------------------------------------------------------
     def claim_answer(self, org_id: str, answer_id: str, *, stale_after_s: float) -> bool:
@@ -257,14 +277,17 @@ class ChatStore(Access, A2AState):
             rows = self._query("SELECT claimed_at FROM answer_claims WHERE id = ?", [answer_id])
             if rows and rows[0]["claimed_at"] > now - timedelta(seconds=stale_after_s):
                 return False
-            self._query("INSERT OR REPLACE INTO answer_claims VALUES (?, ?, ?)",
-                        [answer_id, org_id, now])  # fmt: skip
+            self._query(
+                "INSERT OR REPLACE INTO answer_claims VALUES (?, ?, ?)", [answer_id, org_id, now]
+            )
             return True
 
     def renew_claim(self, org_id: str, answer_id: str) -> None:
         """The claim's request is still answering."""
-        self._query("UPDATE answer_claims SET claimed_at = ? WHERE id = ? AND org_id = ?",
-                    [db.now(), answer_id, org_id])  # fmt: skip
+        self._query(
+            "UPDATE answer_claims SET claimed_at = ? WHERE id = ? AND org_id = ?",
+            [db.now(), answer_id, org_id],
+        )
 
     def release_answer(self, org_id: str, answer_id: str) -> None:
         """The claim's request ended (answered, or failed: a retry may answer now)."""

@@ -163,8 +163,12 @@ def m005_answer_claims(con: duckdb.DuckDBPyConnection) -> None:
 
 
 MIGRATIONS: list[Migration] = [
-    m001_core, m002_indexes_and_jobs, m003_keys_and_usage, m004_a2a, m005_answer_claims,
-]  # fmt: skip
+    m001_core,
+    m002_indexes_and_jobs,
+    m003_keys_and_usage,
+    m004_a2a,
+    m005_answer_claims,
+]
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:

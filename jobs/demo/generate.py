@@ -81,11 +81,12 @@ def interactions(
     # Growth over the period and busier weekends in stores.
     day_weights = {
         ch: [
-            (1.0 + 0.5 * d / DAYS) * (1.4 if ch == "cctv" and (start + timedelta(days=d)).weekday() >= 5 else 1.0)
+            (1.0 + 0.5 * d / DAYS)
+            * (1.4 if ch == "cctv" and (start + timedelta(days=d)).weekday() >= 5 else 1.0)
             for d in range(DAYS)
         ]
         for ch in CHANNELS
-    }  # fmt: skip
+    }
     templates = {"web": org.web_actions, "cctv": org.cctv_actions, "social": org.social_posts}
     batch: list[dict[str, Any]] = []
     for n in range(1, count + 1):
@@ -102,13 +103,20 @@ def interactions(
         product = rng.choices(ranked, weights=popularity)[0]
         store = rng.choice(org.stores)
         text = rng.choice(templates[channel]).format(
-            product=product["title"], category=product["category"], store=store,
-            n=rng.randint(2, 9), secs=rng.randint(15, 240), step=rng.randint(2, 4),
-            query=rng.choice(org.search_terms), stars=rng.randint(1, 5),
-        )  # fmt: skip
-        metadata: dict[str, Any] = {"store": store} if channel != "web" else {
-            "device": rng.choice(("mobile", "desktop", "app"))
-        }  # fmt: skip
+            product=product["title"],
+            category=product["category"],
+            store=store,
+            n=rng.randint(2, 9),
+            secs=rng.randint(15, 240),
+            step=rng.randint(2, 4),
+            query=rng.choice(org.search_terms),
+            stars=rng.randint(1, 5),
+        )
+        metadata: dict[str, Any] = (
+            {"store": store}
+            if channel != "web"
+            else {"device": rng.choice(("mobile", "desktop", "app"))}
+        )
         if channel == "social":
             metadata["sentiment"] = rng.choices(("positive", "neutral", "negative"), (5, 3, 2))[0]
         batch.append(
@@ -152,11 +160,12 @@ def patterns(
                 "type": kind,
                 "title": title,
                 "description": body_t.format(**values),
-                "detected_at": _end_of(end) - timedelta(days=rng.randint(0, DAYS - 1), hours=rng.randint(0, 23)),
+                "detected_at": _end_of(end)
+                - timedelta(days=rng.randint(0, DAYS - 1), hours=rng.randint(0, 23)),
                 "confidence": round(rng.uniform(0.55, 0.98), 2),
                 "related_ids": rng.sample(related, min(3, len(related))),
             }
-        )  # fmt: skip
+        )
     return rows
 
 

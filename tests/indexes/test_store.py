@@ -160,12 +160,17 @@ def test_the_writer_lock_holds_across_processes(tmp_path: Path) -> None:
     from indexes.store import IndexLockTimeout
 
     holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys, time; from indexes.store import IndexStore\n"
-         f"with IndexStore({str(tmp_path)!r}).lock('acme', 'products'):\n"
-         "    print('held', flush=True); time.sleep(60)"],
-        stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2],
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from indexes.store import IndexStore\n"
+            f"with IndexStore({str(tmp_path)!r}).lock('acme', 'products'):\n"
+            "    print('held', flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     try:
         assert holder.stdout.readline().strip() == "held"  # type: ignore[union-attr]
         with (

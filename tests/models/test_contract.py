@@ -209,12 +209,18 @@ def test_server_accepts_strict_tool_definitions(base_url: str, script: ScriptedC
 
 WRONG = AssistantTurn(
     invalid_tool_calls=(
-        InvalidToolCall(id="w1", name="find_tents", raw='{"name": "find_tents", "arguments": {"q": "x"}}',
-                        reason="unknown tool 'find_tents'"),
-        InvalidToolCall(id="w2", name=None, raw='{"name": "search_', reason="tool call is not valid JSON"),
+        InvalidToolCall(
+            id="w1",
+            name="find_tents",
+            raw='{"name": "find_tents", "arguments": {"q": "x"}}',
+            reason="unknown tool 'find_tents'",
+        ),
+        InvalidToolCall(
+            id="w2", name=None, raw='{"name": "search_', reason="tool call is not valid JSON"
+        ),
     ),
     finish_reason="tool_calls",
-)  # fmt: skip
+)
 
 
 def test_server_returns_calls_the_model_got_wrong_as_written(

@@ -218,15 +218,24 @@ def test_bundled_dimension_comes_from_its_files(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_declared_dim_follows_pooling_modes_and_dense(tmp_path: Path) -> None:
-    pooling = {"word_embedding_dimension": 300, "pooling_mode_mean_tokens": True,
-               "pooling_mode_max_tokens": True, "pooling_mode_cls_token": False}  # fmt: skip
-    modules = [{"idx": 0, "path": "", "type": "sentence_transformers.models.Transformer"},
-               {"idx": 1, "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]  # fmt: skip
+    pooling = {
+        "word_embedding_dimension": 300,
+        "pooling_mode_mean_tokens": True,
+        "pooling_mode_max_tokens": True,
+        "pooling_mode_cls_token": False,
+    }
+    modules = [
+        {"idx": 0, "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+    ]
     two_modes = _model_dir(tmp_path / "a", modules, {"1_Pooling": pooling})
     assert declared_dim(str(two_modes)) == 600
     dense = {"idx": 2, "path": "2_Dense", "type": "sentence_transformers.models.Dense"}
-    projected = _model_dir(tmp_path / "b", [*modules, dense],
-                           {"1_Pooling": pooling, "2_Dense": {"in_features": 600, "out_features": 128}})  # fmt: skip
+    projected = _model_dir(
+        tmp_path / "b",
+        [*modules, dense],
+        {"1_Pooling": pooling, "2_Dense": {"in_features": 600, "out_features": 128}},
+    )
     assert declared_dim(str(projected)) == 128
     new_style = {"embedding_dimension": 256, "pooling_mode": "cls"}
     assert declared_dim(str(_model_dir(tmp_path / "c", modules, {"1_Pooling": new_style}))) == 256
@@ -243,9 +252,11 @@ def test_hub_model_dimension_comes_from_the_local_cache(tmp_path, monkeypatch) -
     repo = tmp_path / "models--BAAI--bge-m3"
     (repo / "refs").mkdir(parents=True)
     (repo / "refs" / "main").write_text("abc123")
-    _model_dir(repo / "snapshots" / "abc123",
-               [{"idx": 1, "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}],
-               {"1_Pooling": {"word_embedding_dimension": 1024, "pooling_mode_cls_token": True}})  # fmt: skip
+    _model_dir(
+        repo / "snapshots" / "abc123",
+        [{"idx": 1, "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}],
+        {"1_Pooling": {"word_embedding_dimension": 1024, "pooling_mode_cls_token": True}},
+    )
     assert embedding_dim(cfg) == 1024
 
 

@@ -255,16 +255,42 @@ def test_native_tool_call_deltas_are_joined_by_index() -> None:
     second = ToolSpec(name="get_interaction_summary")
     body = _sse(
         _chunk({"role": "assistant", "content": None}),
-        _chunk({"tool_calls": [{"index": 0, "id": "c0", "type": "function",
-                                "function": {"name": "search_products", "arguments": ""}}]}),
-        _chunk({"tool_calls": [{"index": 1, "id": "c1", "type": "function",
-                                "function": {"name": "get_interaction_summary", "arguments": "{}"}}]}),
+        _chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": "c0",
+                        "type": "function",
+                        "function": {"name": "search_products", "arguments": ""},
+                    }
+                ]
+            }
+        ),
+        _chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": 1,
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "get_interaction_summary", "arguments": "{}"},
+                    }
+                ]
+            }
+        ),
         _chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"query": "te'}}]}),
         _chunk({"tool_calls": [{"index": 0, "function": {"arguments": 'nts"}'}}]}),
         _chunk({}, "tool_calls"),
-        {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m", "choices": [],
-         "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}},
-    )  # fmt: skip
+        {
+            "id": "c",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": "m",
+            "choices": [],
+            "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10},
+        },
+    )
     transport = lambda r: httpx.Response(  # noqa: E731
         200, content=body, headers={"content-type": "text/event-stream"}
     )
