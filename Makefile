@@ -28,6 +28,7 @@ run: data
 test: setup browser
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	$(PY) -m mypy
 	$(PY) -m pytest
 
 setup: $(STAMP)
@@ -74,6 +75,7 @@ fuzz: setup
 lint: setup
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	$(PY) -m mypy
 
 format: setup
 	$(PY) -m ruff format .
