@@ -77,9 +77,9 @@ def _ids_array(ids: Sequence[str] | np.ndarray) -> np.ndarray:
 def _build_faiss(vectors: np.ndarray, params: IndexParams) -> faiss.Index:
     n, dim = vectors.shape
     if n < params.exact_threshold:
-        index = faiss.IndexFlatIP(dim)
-        index.add(vectors)
-        return index
+        flat = faiss.IndexFlatIP(dim)
+        flat.add(vectors)
+        return flat
     nlist = max(1, round(params.lists_per_sqrt_n * math.sqrt(n)))
     quantizer = faiss.IndexFlatIP(dim)
     index = faiss.IndexIVFFlat(quantizer, dim, nlist, faiss.METRIC_INNER_PRODUCT)
@@ -101,7 +101,9 @@ class VectorIndex:
     ) -> None:
         if index.ntotal != len(ids):
             raise ValueError(f"index has {index.ntotal} rows but {len(ids)} ids")
-        if isinstance(index, faiss.IndexIVF) and index.direct_map.type == faiss.DirectMap.NoMap:
+        # faiss's stubs lack DirectMap (swigfaiss has it).
+        no_map = faiss.DirectMap.NoMap  # type: ignore[attr-defined]
+        if isinstance(index, faiss.IndexIVF) and index.direct_map.type == no_map:
             index.make_direct_map()
         self._index = index
         self._ids = np.asarray(ids, dtype=np.str_)
@@ -242,8 +244,15 @@ class VectorIndex:
     ) -> faiss.SearchParameters:
         if isinstance(self._index, faiss.IndexIVF):
             probes = min(self._index.nlist, nprobe or self._params.nprobe)
-            return faiss.SearchParametersIVF(sel=selector, nprobe=probes)
-        return faiss.SearchParameters(sel=selector)
+            # Set after construction, as faiss's stubs type it (no keyword arguments); the
+            # same setattr calls its kwargs constructor makes.
+            ivf = faiss.SearchParametersIVF()
+            ivf.sel = selector
+            ivf.nprobe = probes
+            return ivf
+        flat = faiss.SearchParameters()
+        flat.sel = selector
+        return flat
 
     def _selector_search(
         self, queries: np.ndarray, k: int, mask: np.ndarray, n_allowed: int

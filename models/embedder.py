@@ -173,7 +173,8 @@ def l2_normalize(vectors: np.ndarray) -> np.ndarray:
     """Return float32 rows scaled to unit length (zero rows stay zero)."""
     out = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(out, axis=1, keepdims=True)
-    return out / np.maximum(norms, np.float32(1e-12))
+    scaled: np.ndarray = out / np.maximum(norms, np.float32(1e-12))
+    return scaled
 
 
 class SentenceTransformerEmbedder:

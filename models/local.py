@@ -32,6 +32,7 @@ from models.errors import ModelError, ModelOverloaded, ModelTimeout, ModelUnavai
 from models.gguf_assembly import MODELS, assemble_gguf, source_for
 from models.messages import (
     AssistantTurn,
+    FinishReason,
     Message,
     ModelParams,
     StreamEvent,
@@ -297,7 +298,7 @@ class _Reader:
             prompt_tokens=self.stats.prompt_tokens,
             completion_tokens=self.stats.completion_tokens,
         )
-        finish = "length" if self.finish == "length" else "stop"
+        finish: FinishReason = "length" if self.finish == "length" else "stop"
         if not self.offered:
             return AssistantTurn(text=self.text.strip(), finish_reason=finish, usage=usage)
         parsed = parse_tool_calls(self.text, self.offered)

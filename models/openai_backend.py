@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import httpx
 import openai
@@ -74,7 +74,9 @@ class OpenAIChatModel:
             base_url=base_url.rstrip("/"),
             api_key=api_key or _NO_KEY,
             max_retries=max_retries,
-            http_client=httpx.AsyncClient(transport=transport) if transport else None,
+            # The SDK takes an httpx client at run time (openai/_httpx2.py adapts it); its
+            # annotations name only the httpx2 fork's types.
+            http_client=httpx.AsyncClient(transport=transport) if transport else None,  # type: ignore[arg-type]
         )
 
     async def aclose(self) -> None:
@@ -91,7 +93,8 @@ class OpenAIChatModel:
         with mapped_errors(params.timeout_s):
             async with asyncio.timeout(params.timeout_s):  # retries included
                 completion = await self._client.chat.completions.create(
-                    **body, timeout=self._timeout(params)
+                    **body,
+                    timeout=self._timeout(params),  # type: ignore[call-overload]  # as http_client
                 )
             data = _as_dict(completion)
         return turn_from_completion(data, tools, params)
@@ -115,7 +118,8 @@ class OpenAIChatModel:
         with mapped_errors(params.timeout_s):
             async with asyncio.timeout_at(deadline):  # until the answer starts, retries included
                 stream = await self._client.chat.completions.create(
-                    **body, timeout=self._timeout(params)
+                    **body,
+                    timeout=self._timeout(params),  # type: ignore[call-overload]  # as http_client
                 )
             try:
                 async for chunk in within(deadline, stream):
@@ -161,7 +165,8 @@ async def events_from_chunks(
     raises its ModelError. `chunks` is closed when this generator is closed or cancelled.
     """
     text_filter = TextDeltaFilter()
-    text, calls, finish, usage = "", _CallAccumulator(), None, {}
+    text, calls, finish = "", _CallAccumulator(), None
+    usage: dict[str, Any] = {}
     try:
         async for data in chunks:
             raise_for_error_payload(data)
@@ -247,8 +252,8 @@ def _as_dict(obj: Any) -> dict[str, Any]:
     if isinstance(obj, Mapping):
         return dict(obj)
     if hasattr(obj, "to_dict"):
-        return obj.to_dict()
-    return obj.model_dump()
+        return cast(dict[str, Any], obj.to_dict())
+    return cast(dict[str, Any], obj.model_dump())
 
 
 class _CallAccumulator:

@@ -61,7 +61,10 @@ def parse_tool_calls(
     invalid: list[InvalidToolCall] = []
     for obj, raw in raw_calls:
         result = _check(obj, raw, by_name)
-        (valid if isinstance(result, ToolCall) else invalid).append(result)
+        if isinstance(result, ToolCall):
+            valid.append(result)
+        else:
+            invalid.append(result)
     return ParsedCalls(text=_tidy(remaining), valid=tuple(valid), invalid=tuple(invalid))
 
 
@@ -92,7 +95,7 @@ def written_arguments(raw: str) -> str:
     body = body if isinstance(body, dict) else obj
     if not isinstance(body, dict):
         return raw
-    args = next((body[key] for key in _ARG_KEYS if key in body), {})
+    args: object = next((body[key] for key in _ARG_KEYS if key in body), {})
     return args if isinstance(args, str) else _dump(args)
 
 
@@ -158,7 +161,8 @@ def _opens_calls(text: str, i: int) -> bool:
         return True
     if text[i] != "[":
         return False
-    j = _JSON_SPACE.match(text, i + 1).end()
+    space = _JSON_SPACE.match(text, i + 1)  # always matches (it may be empty)
+    j = space.end() if space else i + 1
     return text[j : j + 1] == "{"
 
 
@@ -215,7 +219,7 @@ def _check(obj: Any, raw: str, tools: Mapping[str, ToolSpec]) -> ToolCall | Inva
     tool = tools.get(name)
     if tool is None:
         return bad(f"unknown tool {name!r}")
-    args = next((body[key] for key in _ARG_KEYS if key in body), {})
+    args: object = next((body[key] for key in _ARG_KEYS if key in body), {})
     if args is None or args == "":
         args = {}
     if isinstance(args, str):
