@@ -23,7 +23,8 @@ def _iso(value: datetime | None) -> str | None:
 def _where(
     channel: str | None, since: datetime | None, until: datetime | None
 ) -> tuple[str, list[Any]]:
-    clauses, params = [], []
+    clauses: list[str] = []
+    params: list[Any] = []
     if channel:
         clauses.append("channel = ?")
         params.append(channel)
@@ -79,9 +80,10 @@ class Analytics:
         if glob is None:
             return None, None
         with duckdb.connect() as con:
-            lo, hi = con.execute(
+            row = con.execute(
                 "SELECT min(occurred_at), max(occurred_at) FROM read_parquet(?)", [glob]
-            ).fetchone()
+            ).fetchone()  # an aggregate: always one row
+        lo, hi = row if row is not None else (None, None)
         return lo, hi
 
     def interaction_counts(self, org_id: str, product_ids: list[str]) -> dict[str, dict[str, int]]:

@@ -40,6 +40,7 @@ from crow.ids import is_valid_org_id
 from crow.records import COLLECTIONS, get_collection
 
 WriteMode = Literal["append", "upsert", "replace"]
+_Batches = Iterable[list[dict[str, Any]]]  # records, already validated, a batch at a time
 _VERSION_RE = re.compile(r"^\.(?P<name>[a-z_]+)\.v(?P<n>\d+)$")
 _STAGING_RE = re.compile(r"^\.(?P<name>[a-z_]+)\.v(?P<n>\d+)\.staging$")
 _LINK_TMP_RE = re.compile(r"^\.(?P<name>[a-z_]+)\.link-[0-9a-f]{32}$")
@@ -112,7 +113,8 @@ class DataLake:
         if glob is None:
             return 0
         with duckdb.connect() as con:
-            return con.execute("SELECT count(*) FROM read_parquet(?)", [glob]).fetchone()[0]
+            row = con.execute("SELECT count(*) FROM read_parquet(?)", [glob]).fetchone()
+        return int(row[0]) if row is not None else 0  # an aggregate: always one row
 
     def existing_ids(self, org_id: str, collection: str, ids: list[str]) -> set[str]:
         glob = self.parquet_glob(org_id, collection)
@@ -130,7 +132,7 @@ class DataLake:
         self,
         org_id: str,
         collection: str,
-        batches: Iterable[list[dict[str, Any]]],
+        batches: _Batches,
         mode: WriteMode = "append",
     ) -> int:
         """Write already-validated records; returns the number of rows written.
@@ -147,7 +149,7 @@ class DataLake:
                 return self._append(org_dir, collection, schema, batches)
             return self._new_version(org_id, org_dir, collection, schema, batches, mode)
 
-    def _append(self, org_dir: Path, collection: str, schema: pa.Schema, batches) -> int:
+    def _append(self, org_dir: Path, collection: str, schema: pa.Schema, batches: _Batches) -> int:
         link = org_dir / collection
         if not link.exists():
             target = self._next_version_dir(org_dir, collection)
@@ -180,7 +182,15 @@ class DataLake:
             ).fetchall()
         return {r[0] for r in rows}
 
-    def _new_version(self, org_id, org_dir, collection, schema, batches, mode) -> int:
+    def _new_version(
+        self,
+        org_id: str,
+        org_dir: Path,
+        collection: str,
+        schema: pa.Schema,
+        batches: _Batches,
+        mode: WriteMode,
+    ) -> int:
         target = self._next_version_dir(org_dir, collection)
         staging = target.with_name(target.name + ".staging")
         staging.mkdir()
@@ -231,7 +241,8 @@ class DataLake:
         """Remove what a writer killed mid-write left. Call it holding the collection's lock:
         then no other writer is running, and all it finds is a dead writer's."""
         link = org_dir / collection
-        current = 0  # the published version; 0: none yet, None: unknown (keep all versions)
+        # The published version; 0: none yet, None: unknown (keep all versions).
+        current: int | None = 0
         if link.is_symlink():
             m = _VERSION_RE.match(os.readlink(link))
             current = int(m["n"]) if m and m["name"] == collection else None
@@ -263,9 +274,10 @@ class DataLake:
                 fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _write_parts(path: Path, schema: pa.Schema, batches) -> tuple[int, list[str]]:
+def _write_parts(path: Path, schema: pa.Schema, batches: _Batches) -> tuple[int, list[str]]:
     """Write the batches into one Parquet file (none when there are no rows): rows, ids."""
-    written, ids, writer = 0, [], None
+    written, writer = 0, None
+    ids: list[str] = []
     try:
         for batch in batches:
             if not batch:

@@ -34,9 +34,9 @@ from __future__ import annotations
 import glob as globmod
 import hashlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -65,7 +65,7 @@ TEXT_COLUMNS: dict[str, tuple[str, ...]] = {
 MAX_TEXT_CHARS = 2000  # beyond this the small embedder truncates anyway
 
 
-def texts_for(collection: str, columns: dict[str, Sequence[Any]]) -> list[str]:
+def texts_for(collection: str, columns: Mapping[str, Sequence[Any]]) -> list[str]:
     """One embedding text per row, from a column-oriented batch."""
     parts = [columns[name] for name in TEXT_COLUMNS[collection]]
     return [
@@ -137,7 +137,8 @@ def is_source_row(origin: str | None, doc_id: str) -> bool:
 def merge_source(current: pa.Table, source: pa.Table) -> pa.Table:
     """The documents after a source reindex: every row of `current` that is not the
     source's (and not replaced by a source row of the same id), then the source's rows."""
-    ids, origins = current["id"].to_pylist(), current["origin"].to_pylist()
+    ids = cast(list[str], current["id"].to_pylist())  # a required column: no nulls
+    origins = cast(list[str | None], current["origin"].to_pylist())
     source_ids = set(source["id"].to_pylist())
     keep = [
         not is_source_row(origin, doc_id) and doc_id not in source_ids
@@ -224,7 +225,7 @@ def _target(lake: DataLake, org_id: str, dataset: str, source: pa.Table | None) 
 def _index_of(
     built: _Built, dim: int | Callable[[], int] | None, params: IndexParams | None
 ) -> VectorIndex:
-    ids = built.table["id"].to_pylist()
+    ids = cast(list[str], built.table["id"].to_pylist())  # a required column: no nulls
     if built.vectors is None or not ids:
         size = dim() if callable(dim) else dim
         if size is None:

@@ -118,6 +118,10 @@ class Document(_Row):
     _utc = field_validator("updated_at")(_aware)
 
 
+def _schema(columns: list[tuple[str, pa.DataType]]) -> pa.Schema:
+    return pa.schema(columns)
+
+
 class Collection(BaseModel):
     """A named dataset: its row model and its storage schema."""
 
@@ -134,7 +138,7 @@ COLLECTIONS: dict[str, Collection] = {
         Collection(
             name="products",
             row_model=Product,
-            schema_=pa.schema(
+            schema_=_schema(
                 [
                     ("id", pa.string()),
                     ("title", pa.string()),
@@ -148,7 +152,7 @@ COLLECTIONS: dict[str, Collection] = {
         Collection(
             name="interactions",
             row_model=Interaction,
-            schema_=pa.schema(
+            schema_=_schema(
                 [
                     ("id", pa.string()),
                     ("channel", pa.string()),
@@ -163,7 +167,7 @@ COLLECTIONS: dict[str, Collection] = {
         Collection(
             name="patterns",
             row_model=Pattern,
-            schema_=pa.schema(
+            schema_=_schema(
                 [
                     ("id", pa.string()),
                     ("type", pa.string()),
@@ -178,7 +182,7 @@ COLLECTIONS: dict[str, Collection] = {
         Collection(
             name="documents",
             row_model=Document,
-            schema_=pa.schema(
+            schema_=_schema(
                 [
                     ("id", pa.string()),
                     ("title", pa.string()),

@@ -259,12 +259,7 @@ def _parse_parquet(
         raise IngestRejected(f"not a readable Parquet file: {exc}") from None
 
 
-_BINARY_TYPES = (
-    pa.types.is_string,
-    pa.types.is_binary,
-    pa.types.is_large_string,
-    pa.types.is_large_binary,
-)
+_BINARY_ARRAYS = (pa.StringArray, pa.BinaryArray, pa.LargeStringArray, pa.LargeBinaryArray)
 
 
 def _has_dictionary(t: pa.DataType) -> bool:
@@ -288,7 +283,7 @@ def _plain_type(t: pa.DataType) -> pa.DataType:
     return t
 
 
-def _decode_dictionaries(arr: pa.Array) -> pa.Array:
+def _decode_dictionaries(arr: pa.Array[Any]) -> pa.Array[Any]:
     """`arr` without dictionary encoding: to_pylist is several times faster on plain arrays.
     Call it once the decoded size has been counted."""
     if not _has_dictionary(arr.type):
@@ -299,24 +294,24 @@ def _decode_dictionaries(arr: pa.Array) -> pa.Array:
         return arr
 
 
-def _decoded_nbytes(arr: pa.Array) -> int:
-    """Bytes of `arr`'s values once its dictionaries are decoded (cheap: no decoding)."""
-    t = arr.type
-    if not _has_dictionary(t):
+def _decoded_nbytes(arr: pa.Array[Any]) -> int:
+    """Bytes of `arr`'s values once its dictionaries are decoded (cheap: no decoding).
+    An array's class follows its type (a dictionary type's is DictionaryArray, ...)."""
+    if not _has_dictionary(arr.type):
         return arr.nbytes
-    if pa.types.is_dictionary(t):
+    if isinstance(arr, pa.DictionaryArray):
         values = arr.dictionary
         if len(values) == 0 or len(arr) == 0:
             return arr.indices.nbytes
-        if not any(is_type(values.type) for is_type in _BINARY_TYPES):
+        if not isinstance(values, _BINARY_ARRAYS):
             each = -(-_decoded_nbytes(values) // len(values))  # fixed width: the mean
             return arr.indices.nbytes + each * len(arr)
         sizes = pc.binary_length(values)
-        return arr.indices.nbytes + (pc.sum(pc.take(sizes, arr.indices)).as_py() or 0)
-    if pa.types.is_map(t):
+        return arr.indices.nbytes + int(pc.sum(pc.take(sizes, arr.indices)).as_py() or 0)
+    if isinstance(arr, pa.MapArray):
         return 8 * len(arr) + _decoded_nbytes(arr.keys) + _decoded_nbytes(arr.items)
-    if pa.types.is_struct(t):
+    if isinstance(arr, pa.StructArray):
         return len(arr) + sum(_decoded_nbytes(child) for child in arr.flatten())
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+    if isinstance(arr, pa.ListArray | pa.LargeListArray | pa.FixedSizeListArray):
         return 8 * len(arr) + _decoded_nbytes(arr.flatten())
     return arr.nbytes  # a nested type not listed above: its stored size
