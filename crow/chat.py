@@ -16,6 +16,7 @@ from typing import Any
 from crow.agent.context import ToolContext
 from crow.agent.loop import Agent, AgentAnswer
 from crow.agent.prompts import system_prompt
+from crow.facades import AnalyticsFacade, EmbedderFacade, RetrieverFacade, StoreFacade
 from crow.metrics import Metrics, NoMetrics
 from crow.qna import answer_from_kb
 from crow.store.chat_store import SessionKind
@@ -40,10 +41,10 @@ _POLL_S = 0.25
 class ChatServices:
     """Async facades: the chat store, and what the tools reach."""
 
-    store: Any
-    embedder: Any
-    retriever: Any
-    analytics: Any
+    store: StoreFacade
+    embedder: EmbedderFacade
+    retriever: RetrieverFacade
+    analytics: AnalyticsFacade
     org_names: dict[str, str]
 
 
@@ -78,7 +79,7 @@ class ChatService:
         kind: SessionKind = "chat",
         message_id: str | None = None,
     ) -> dict[str, Any]:
-        final = None
+        final: dict[str, Any] | None = None
         async for event in self.send_events(
             org_id, session_id, content, kind=kind, message_id=message_id
         ):
@@ -257,7 +258,7 @@ class ChatService:
             params=params,
         )
         await store.add_usage(org_id, answer.tokens)
-        fields = {
+        fields: dict[str, Any] = {
             "sources": [s.model_dump() for s in answer.sources],
             "tool_steps": answer.tool_steps,
             "timings": answer.timings,

@@ -24,6 +24,7 @@ import numpy as np
 
 from crow import kb_source
 from crow.datalake import DataLake
+from crow.facades import StoreFacade
 from crow.ids import new_id
 from crow.indexing import INDEX_COLLECTIONS, add_to_index, build_index
 from crow.settings import AppSettings
@@ -74,14 +75,14 @@ class Indexer:
     def __init__(
         self,
         settings: AppSettings,
-        store: Any,
+        store: StoreFacade,
         *,
         embed: Callable[[list[str]], np.ndarray] | None = None,
         notify: Notify | None = None,
         clock: Clock | None = None,
     ) -> None:
         self.settings = settings
-        self.store = store  # async facade over ChatStore
+        self.store = store
         self.lake = DataLake(settings.data_dir)
         self.index_store = IndexStore(settings.index_dir)
         self.embed = embed

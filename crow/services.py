@@ -5,11 +5,29 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from crow.datalake import DataLake
+from crow.facades import (
+    AnalyticsFacade,
+    ChatFacade,
+    EmbedderFacade,
+    IndexerFacade,
+    RetrieverFacade,
+    StoreFacade,
+)
 from crow.metrics import Metrics, NoMetrics
 from crow.settings import AppSettings
+
+F = TypeVar("F")
+
+
+def need(facade: F | None, what: str) -> F:
+    """`facade`, which the caller needs: an app built without it (a route test's, with the
+    store alone) fails the request that reaches for it."""
+    if facade is None:
+        raise RuntimeError(f"this app was built without its {what}")
+    return facade
 
 
 class ThreadProxy:
@@ -36,10 +54,11 @@ class Services:
 
     settings: AppSettings
     lake: DataLake
-    store: Any  # crow.store.chat_store.ChatStore
-    embedder: Any = None  # models.embedder.Embedder (embed, dim)
-    retriever: Any = None  # crow.search.SearchService
-    analytics: Any = None  # crow.analytics.Analytics
-    indexer: Any = None  # crow.indexer.Indexer (already async)
-    chat: Any = None  # crow.chat.ChatService: send / send_events (already async)
+    store: StoreFacade
+    # None where the app runs without them (tests of the routes that need only the store).
+    embedder: EmbedderFacade | None = None
+    retriever: RetrieverFacade | None = None
+    analytics: AnalyticsFacade | None = None
+    indexer: IndexerFacade | None = None
+    chat: ChatFacade | None = None
     metrics: Metrics = field(default_factory=NoMetrics)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 import numpy as np
+
+from crow.facades import AnalyticsFacade, EmbedderFacade, RetrieverFacade
 
 
 @dataclass
@@ -15,9 +16,9 @@ class ToolContext:
     """Per request. Services are async facades (in-process objects or Serve handles)."""
 
     org_id: str
-    embedder: Any
-    retriever: Any
-    analytics: Any
+    embedder: EmbedderFacade
+    retriever: RetrieverFacade
+    analytics: AnalyticsFacade
     _vectors: dict[str, asyncio.Task[np.ndarray]] = field(default_factory=dict)
     _anchor: asyncio.Task[datetime | None] | None = None
 
@@ -29,7 +30,8 @@ class ToolContext:
         return await self._vectors[key]
 
     async def _embed_one(self, text: str) -> np.ndarray:
-        return (await self.embedder.embed([text]))[0]
+        vector: np.ndarray = (await self.embedder.embed([text]))[0]
+        return vector
 
     @property
     def embed_calls(self) -> int:

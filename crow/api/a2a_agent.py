@@ -39,7 +39,7 @@ from starlette.requests import Request
 from crow.api.a2a_tasks import ChatStoreTaskStore
 from crow.api.routes_chat import chat_error, new_session
 from crow.chat import AnswerInProgress, SessionNotFound
-from crow.services import Services
+from crow.services import Services, need
 from models.errors import ModelError
 
 log = logging.getLogger(__name__)
@@ -149,7 +149,7 @@ class SessionMap:
         session = await new_session(services, org_id, "chat", None)
         if external_id:
             await store.map_a2a_session(org_id, external_id, session["id"])
-        return session["id"]
+        return str(session["id"])
 
 
 def _idempotency_key(context: RequestContext) -> str | None:
@@ -192,7 +192,7 @@ class CrowAgentExecutor(AgentExecutor):
         await updater.start_work()
         try:
             session_id = await sessions.resolve(services, org_id, context_id)
-            answer = await services.chat.send(
+            answer = await need(services.chat, "chat").send(
                 org_id, session_id, question, message_id=_idempotency_key(context)
             )
         except (ModelError, SessionNotFound, AnswerInProgress) as exc:

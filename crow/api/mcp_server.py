@@ -32,7 +32,7 @@ from crow.agent.context import ToolContext
 from crow.agent.tools import TOOLS, TOOLS_BY_NAME
 from crow.api.deps import admit, org_for, principal_of
 from crow.api.errors import ApiError, error_response
-from crow.services import Services
+from crow.services import Services, need
 
 MCP_PATH = "/mcp"
 ORG_HEADER = "x-organization-id"
@@ -138,7 +138,12 @@ class McpEndpoint:
                 {"error": "unknown_tool", "message": f"no tool {params.name!r}"}, error=True
             )
         s = self.services
-        tool_ctx = ToolContext(org_id, s.embedder, s.retriever, s.analytics)
+        tool_ctx = ToolContext(
+            org_id,
+            need(s.embedder, "embedder"),
+            need(s.retriever, "retriever"),
+            need(s.analytics, "analytics"),
+        )
         try:
             output = await tool.invoke(dict(params.arguments or {}), tool_ctx)
         except (ValidationError, ValueError) as exc:

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from crow.api.a2a_agent import A2A_RPC_PATH, CARD_PATHS, a2a_state, agent_card
 from crow.api.deps import ChatOrg, ServicesDep
 from crow.api.errors import ApiError
-from crow.services import Services
+from crow.services import Services, need
 from models.errors import ModelError
 
 log = logging.getLogger(__name__)
@@ -89,7 +89,7 @@ async def _run_task(
     chat_id = await a2a_state(request.app).sessions.resolve(services, org_id, external)
     reply_session = external or chat_id
     try:
-        answer = await services.chat.send(org_id, chat_id, question)
+        answer = await need(services.chat, "chat").send(org_id, chat_id, question)
     except ModelError as exc:
         return _task(
             params,

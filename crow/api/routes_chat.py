@@ -13,7 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from crow.api.deps import ChatOrg, OrgDep, ServicesDep, require_path_org
 from crow.api.errors import ApiError, error_body
 from crow.chat import AnswerInProgress, SessionNotFound
-from crow.services import Services
+from crow.services import Services, need
+from crow.store.chat_store import SessionKind
 from models.errors import ModelError, ModelTimeout, PromptTooLong
 
 router = APIRouter(prefix="/api/v1/chat/sessions", tags=["chat"])
@@ -89,7 +90,7 @@ async def create_session(
 
 
 async def new_session(
-    services: Services, org_id: str, kind: str, body: SessionIn | None
+    services: Services, org_id: str, kind: SessionKind, body: SessionIn | None
 ) -> dict[str, Any]:
     """A new session; 409 once the organization has as many as `quotas.max_sessions`."""
     cap = services.settings.quotas.max_sessions
@@ -155,7 +156,9 @@ async def send_message(
     content = check_message(body, services)
     await own_session(services, org_id, session_id)
     try:
-        return await services.chat.send(org_id, session_id, content, message_id=body.message_id)
+        return await need(services.chat, "chat").send(
+            org_id, session_id, content, message_id=body.message_id
+        )
     except ModelError as exc:
         raise model_error(exc) from None
 
@@ -171,7 +174,7 @@ async def stream_message(
 
     async def events() -> AsyncIterator[str]:
         try:
-            async for event in services.chat.send_events(
+            async for event in need(services.chat, "chat").send_events(
                 org_id, session_id, content, message_id=body.message_id
             ):
                 yield f"event: {event['type']}\ndata: {json.dumps(event, default=str)}\n\n"

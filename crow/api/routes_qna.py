@@ -9,12 +9,13 @@ from fastapi import APIRouter
 from crow.api.deps import ChatOrg, OrgDep, ServicesDep
 from crow.api.errors import ApiError
 from crow.api.routes_chat import MessageIn, SessionIn, check_message, model_error, new_session
+from crow.services import Services, need
 from models.errors import ModelError
 
 router = APIRouter(prefix="/api/v1/qna", tags=["knowledge base"])
 
 
-async def _own(services, org_id: str, session_id: str) -> dict[str, Any]:
+async def _own(services: Services, org_id: str, session_id: str) -> dict[str, Any]:
     session = await services.store.get_session(org_id, session_id, kind="qna")
     if session is None:
         raise ApiError(404, "session_not_found", "no such Q&A session")
@@ -44,7 +45,7 @@ async def send_qna_message(
     question = check_message(body, services)
     await _own(services, org_id, session_id)
     try:
-        return await services.chat.ask_kb(
+        return await need(services.chat, "chat").ask_kb(
             org_id, question, session_id=session_id, message_id=body.message_id
         )
     except ModelError as exc:
@@ -55,6 +56,6 @@ async def send_qna_message(
 async def qna_query(body: MessageIn, org_id: ChatOrg, services: ServicesDep) -> dict[str, Any]:
     question = check_message(body, services)
     try:
-        return await services.chat.ask_kb(org_id, question)
+        return await need(services.chat, "chat").ask_kb(org_id, question)
     except ModelError as exc:
         raise model_error(exc) from None

@@ -13,6 +13,7 @@ from crow.api.errors import ApiError
 from crow.api.routes_search import embed, run_search
 from crow.indexing import texts_for
 from crow.ingest import validate_rows
+from crow.services import need
 from crow.upload import IngestRejected
 
 router = APIRouter(prefix="/api/v1/qna", tags=["knowledge base"])
@@ -67,7 +68,7 @@ async def qna_index(
     vector = await embed(services, texts_for("org_context", {k: [v] for k, v in record.items()}))
     if await request.is_disconnected():  # the client is gone: don't write what it won't see
         raise ApiError(499, "client_closed_request", "the client closed the connection")
-    version = await services.indexer.index_documents(org_id, [record], vector)
+    version = await need(services.indexer, "indexer").index_documents(org_id, [record], vector)
     return {"organization_id": org_id, "id": record["id"], "index_version": version}
 
 
@@ -76,7 +77,9 @@ async def qna_reindex(
     org_id: EditorOrg, services: ServicesDep, body: ReindexIn | None = None
 ) -> dict[str, Any]:
     body = body or ReindexIn()
-    job = await services.indexer.submit(org_id, list(body.collections), body.mode == "full")
+    job = await need(services.indexer, "indexer").submit(
+        org_id, list(body.collections), body.mode == "full"
+    )
     if job.pop("already_running", False):
         raise ApiError(
             409,
@@ -90,7 +93,7 @@ async def qna_reindex(
 
 @router.get("/reindex/{job_id}", summary="Status and progress of a reindex job")
 async def qna_reindex_status(job_id: str, org_id: OrgDep, services: ServicesDep) -> dict[str, Any]:
-    job = await services.indexer.status(org_id, job_id)
+    job = await need(services.indexer, "indexer").status(org_id, job_id)
     if job is None:
         raise ApiError(404, "job_not_found", "no such job")
     return job
@@ -98,4 +101,4 @@ async def qna_reindex_status(job_id: str, org_id: OrgDep, services: ServicesDep)
 
 @router.get("/reindex", summary="Reindex schedule of the organization", include_in_schema=True)
 async def qna_reindex_schedule(org_id: OrgDep, services: ServicesDep) -> dict[str, Any]:
-    return await services.indexer.schedule(org_id)
+    return await need(services.indexer, "indexer").schedule(org_id)

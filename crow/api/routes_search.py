@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import asyncio
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query
 
 from crow.api.deps import OrgDep, ServicesDep, require_path_org, search_allowed
 from crow.api.errors import ApiError
 from crow.records import PatternType
-from crow.services import Services
+from crow.services import Services, need
 from crow.timewords import TimeWordError, resolve_range
 from indexes.filters import SearchFilter
 from indexes.store import IndexNotFoundError
+
+if TYPE_CHECKING:
+    from crow.search import SortOrder
 
 router = APIRouter(tags=["search"], dependencies=[Depends(search_allowed)])
 PathOrg = Annotated[str, Depends(require_path_org)]
@@ -35,7 +38,7 @@ async def time_range(
     """since/until as datetimes; relative words resolve against the data's latest time."""
     if not since and not until:
         return None, None
-    _, latest = await services.analytics.data_time_range(org_id)
+    _, latest = await need(services.analytics, "analytics").data_time_range(org_id)
     try:
         return resolve_range(since, until, latest or datetime.now().astimezone())
     except TimeWordError as exc:
@@ -47,7 +50,7 @@ async def embed(services: Services, texts: list[str]) -> Any:
     limit = services.settings.timeouts.embed_s
     try:
         async with asyncio.timeout(limit):
-            return await services.embedder.embed(texts)
+            return await need(services.embedder, "embedder").embed(texts)
     except TimeoutError:
         raise ApiError(
             504, "embed_timeout", f"embedding took longer than {limit:g} s; try again"
@@ -63,13 +66,13 @@ async def run_search(
     limit: int,
     offset: int = 0,
     flt: SearchFilter | None = None,
-    sort: str = "relevance",
+    sort: SortOrder = "relevance",
 ) -> dict[str, Any]:
     vector = None
     if query:
         vector = (await embed(services, [query]))[0]
     try:
-        hits = await services.retriever.search(
+        hits = await need(services.retriever, "retriever").search(
             org_id, collection, vector, k=limit + offset, flt=flt, sort=sort
         )
     except IndexNotFoundError:
@@ -137,7 +140,7 @@ async def interaction_summary(
     until: When = None,
 ) -> dict[str, Any]:
     start, end = await time_range(services, org_id, since, until)
-    return await services.analytics.interaction_summary(
+    return await need(services.analytics, "analytics").interaction_summary(
         org_id, channel=channel, since=start, until=end
     )
 

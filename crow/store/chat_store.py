@@ -110,7 +110,7 @@ class ChatStore(Access, A2AState):
         kind: SessionKind = "chat",
         sources: list[dict[str, Any]] | None = None,
         tool_steps: list[dict[str, Any]] | None = None,
-        timings: dict[str, float] | None = None,
+        timings: dict[str, Any] | None = None,
         message_id: str | None = None,
     ) -> dict[str, Any] | None:
         """Append a message; None when the session is not this org's. Idempotent on
