@@ -39,7 +39,9 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-def load_source_records(settings: AppSettings, org_id: str) -> tuple[list[dict], dict] | None:
+def load_source_records(
+    settings: AppSettings, org_id: str
+) -> tuple[list[dict[str, Any]], dict[str, Any]] | None:
     """The org's knowledge-source documents as validated records, and what to record about
     them; None when the org has no source. Raises kb_source.SourceError (or IngestRejected)
     with the reason when the source cannot be read."""
@@ -156,7 +158,8 @@ class Indexer:
                 def progress(n: int, total: int, c: str = collection) -> None:
                     log.debug("%s/%s: %d/%d", org_id, c, n, total)
 
-                records, extra = None, {}
+                records: list[dict[str, Any]] | None = None
+                extra: dict[str, Any] = {}
                 if full and collection == "org_context":
                     step = "org_context: reading the knowledge source"
                     if loaded := await asyncio.to_thread(

@@ -138,4 +138,5 @@ def _normalize(matrix: np.ndarray) -> np.ndarray:
     if matrix.ndim == 1:
         matrix = matrix[None, :]
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return matrix / np.clip(norms, 1e-12, None)
+    normalized: np.ndarray = matrix / np.clip(norms, 1e-12, None)
+    return normalized

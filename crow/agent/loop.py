@@ -99,7 +99,7 @@ class Agent:
         self.guidance = Guidance(self.config.tool_timeout_s) if self.config.hints else None
 
     async def run(self, messages: list[Message], ctx: ToolContext) -> AgentAnswer:
-        answer = None
+        answer: AgentAnswer | None = None
         async for event in self.events(messages, ctx):
             if event["type"] == "done":
                 answer = event["answer"]

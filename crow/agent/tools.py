@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
@@ -20,6 +20,11 @@ from crow.records import PatternType
 from crow.timewords import resolve_range
 from indexes.filters import SearchFilter
 from models.messages import ToolSpec
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from crow.search import SortOrder
 
 # "all" is a value a small model can write where it would otherwise invent a channel.
 Channel = Annotated[
@@ -104,13 +109,15 @@ class OrgContextArgs(_Args):
     limit: int = Field(3, ge=1, le=10)
 
 
-async def _window(ctx: ToolContext, since: str | None, until: str | None):
+async def _window(
+    ctx: ToolContext, since: str | None, until: str | None
+) -> tuple[datetime | None, datetime | None]:
     if not since and not until:
         return None, None
     return resolve_range(since, until, await ctx.anchor() or _now())
 
 
-def _now():
+def _now() -> datetime:
     from datetime import UTC, datetime
 
     return datetime.now(UTC)
@@ -151,9 +158,17 @@ def _summary_in_words(c: dict[str, Any]) -> str:
     return text + "."
 
 
-async def _search(ctx: ToolContext, collection: str, query: str, k: int, **kw: Any) -> list[dict]:
+async def _search(
+    ctx: ToolContext,
+    collection: str,
+    query: str,
+    k: int,
+    *,
+    flt: SearchFilter | None = None,
+    sort: SortOrder = "relevance",
+) -> list[dict[str, Any]]:
     vector = await ctx.embed(query) if query.strip() else None
-    return await ctx.retriever.search(ctx.org_id, collection, vector, k=k, **kw)
+    return await ctx.retriever.search(ctx.org_id, collection, vector, k=k, flt=flt, sort=sort)
 
 
 def _noted(content: dict[str, Any], **filters: Any) -> dict[str, Any]:

@@ -7,8 +7,9 @@ route needs, and take from the caller's rate limits and the organization's token
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Literal
+from typing import Annotated, Literal, cast
 
 from fastapi import Depends, Header, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -24,7 +25,7 @@ bearer = HTTPBearer(
 
 
 def get_services(request: Request) -> Services:
-    return request.app.state.services
+    return cast(Services, request.app.state.services)  # set by crow.api.app.create_app
 
 
 ServicesDep = Annotated[Services, Depends(get_services)]
@@ -88,7 +89,7 @@ def require_path_org(org_id: str, own_org: OrgDep) -> str:
     return org_id
 
 
-def _role(role: Role):
+def _role(role: Role) -> Callable[[Principal, str], str]:
     def check(principal: PrincipalDep, org_id: OrgDep) -> str:
         if not principal.may(role):
             raise ApiError(403, "forbidden", f"this needs a key with the {role} role")

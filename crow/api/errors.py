@@ -45,7 +45,9 @@ class ApiError(Exception):
         self.headers = headers
 
 
-def error_body(code: str, message: str, details: list[dict[str, Any]] | None = None) -> dict:
+def error_body(
+    code: str, message: str, details: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
     error: dict[str, Any] = {"code": code, "message": message}
     if details:
         error["details"] = details
@@ -100,7 +102,8 @@ def install_error_handlers(
             return response
 
         app.add_exception_handler(exc_type, handler)
-    app.add_exception_handler(ApiError, _api_error)
-    app.add_exception_handler(StarletteHTTPException, _http_error)
-    app.add_exception_handler(RequestValidationError, _validation_error)
+    # Starlette types a handler as taking any Exception; it calls each with its own type.
+    app.add_exception_handler(ApiError, _api_error)  # type: ignore[arg-type]
+    app.add_exception_handler(StarletteHTTPException, _http_error)  # type: ignore[arg-type]
+    app.add_exception_handler(RequestValidationError, _validation_error)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, _unexpected)

@@ -55,7 +55,8 @@ def _is_loopback(host: str | None) -> bool:
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope["headers"]:
+    headers: list[tuple[bytes, bytes]] = scope["headers"]  # ASGI: (name, value) byte pairs
+    for key, value in headers:
         if key == name:
             return value.decode("latin-1")
     return None

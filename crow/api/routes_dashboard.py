@@ -6,6 +6,7 @@ from pathlib import Path
 
 from fastapi import APIRouter, FastAPI
 from fastapi.responses import FileResponse
+from starlette.responses import Response
 from starlette.staticfiles import StaticFiles
 from starlette.types import Scope
 
@@ -40,7 +41,7 @@ async def dashboard() -> FileResponse:
 class _Static(StaticFiles):
     """Static files revalidated on every load, so a changed module is never stale."""
 
-    async def get_response(self, path: str, scope: Scope):  # type: ignore[override]
+    async def get_response(self, path: str, scope: Scope) -> Response:
         response = await super().get_response(path, scope)
         response.headers.setdefault("Cache-Control", "no-cache")
         response.headers.setdefault("X-Content-Type-Options", "nosniff")

@@ -28,12 +28,17 @@ class DocumentIn(BaseModel):
     body: str = Field(min_length=1, max_length=200_000)
 
 
+ReindexCollection = Literal["products", "interactions", "patterns", "org_context"]
+
+
+def _org_context_only() -> list[ReindexCollection]:
+    return ["org_context"]
+
+
 class ReindexIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    collections: list[Literal["products", "interactions", "patterns", "org_context"]] = Field(
-        default_factory=lambda: ["org_context"], min_length=1
-    )
+    collections: list[ReindexCollection] = Field(default_factory=_org_context_only, min_length=1)
     mode: Literal["full", "incremental"] = "full"
 
 
