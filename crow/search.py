@@ -83,9 +83,9 @@ class SearchService:
         with self._lock:
             loaded = self._loaded.get(key)
             stale = loaded is not None and version is not None and loaded.version != version
-            if stale and key not in self._loading:
+            if stale and version is not None and key not in self._loading:
                 self._loading.add(key)
-                self._load_in_background(key, version)  # type: ignore[arg-type]
+                self._load_in_background(key, version)
         if loaded is not None:
             return loaded
         if version is None:

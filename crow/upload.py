@@ -17,14 +17,20 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 Format = Literal["jsonl", "csv", "parquet"]
-FORMATS: tuple[str, ...] = ("jsonl", "csv", "parquet")
+FORMATS: tuple[Format, ...] = ("jsonl", "csv", "parquet")
+
+
+def _is_format(value: str) -> TypeGuard[Format]:
+    return value in FORMATS
+
+
 _CONTENT_TYPES: dict[str, Format] = {
     "application/x-ndjson": "jsonl",
     "application/jsonl": "jsonl",
@@ -75,9 +81,9 @@ def detect_format(
     *, explicit: str | None, content_type: str | None, filename: str | None
 ) -> Format:
     if explicit:
-        if explicit not in FORMATS:
+        if not _is_format(explicit):
             raise UnsupportedFormat(f"format must be one of {', '.join(FORMATS)}, not {explicit!r}")
-        return explicit  # type: ignore[return-value]
+        return explicit
     if content_type:
         base = content_type.split(";")[0].strip().lower()
         if base in _CONTENT_TYPES:

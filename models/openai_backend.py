@@ -315,7 +315,7 @@ def _turn(
     if not tools or params.tool_choice == "none":
         return AssistantTurn(
             text=text.strip(),
-            finish_reason=finish_reason_from_wire(finish, has_calls=False),  # type: ignore[arg-type]
+            finish_reason=finish_reason_from_wire(finish, has_calls=False),
             usage=parsed_usage,
         )
     parsed = parse_tool_calls(text, tools, native=native_calls)
@@ -324,6 +324,6 @@ def _turn(
         text=parsed.text,
         tool_calls=parsed.valid,
         invalid_tool_calls=parsed.invalid,
-        finish_reason=finish_reason_from_wire(finish, has_calls=attempted),  # type: ignore[arg-type]
+        finish_reason=finish_reason_from_wire(finish, has_calls=attempted),
         usage=parsed_usage,
     )

@@ -14,6 +14,7 @@ from typing import Any
 
 from models.messages import (
     AssistantTurn,
+    FinishReason,
     Message,
     ModelParams,
     NamedToolChoice,
@@ -23,7 +24,7 @@ from models.messages import (
 )
 from models.toolparse import written_arguments
 
-_FINISH = {"stop": "stop", "length": "length", "tool_calls": "tool_calls"}
+_FINISH: dict[str, FinishReason] = {"stop": "stop", "length": "length", "tool_calls": "tool_calls"}
 _TOOL_FIELDS = ("name", "description", "parameters")
 
 
@@ -249,7 +250,7 @@ def chunk(
     }
 
 
-def finish_reason_from_wire(value: Any, *, has_calls: bool) -> str:
+def finish_reason_from_wire(value: Any, *, has_calls: bool) -> FinishReason:
     if has_calls:
         return "tool_calls"
     return _FINISH.get(value, "stop")
