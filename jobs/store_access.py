@@ -42,6 +42,9 @@ class StoreAccess:
         self._joined = False
         self._store: ChatStore | None = None
         self._handle = handle if handle is not None else self._running_app(app, connect)
+        if self._handle is not None and handle is None and not self._writes(settings):
+            self._leave()
+            self._handle = None
         if self._handle is None:  # no app: this process is the chat database's only writer
             self._store = ChatStore(settings.chat_db_path)
 
@@ -64,6 +67,19 @@ class StoreAccess:
             self._leave()
             return None
         return serve.get_deployment_handle("ChatStore", app_name=app)
+
+    def _writes(self, settings: AppSettings) -> bool:
+        """Whether the running app writes the chat database `settings` names (a job given
+        another var_dir must not change the app's keys or records)."""
+        try:
+            served = self._handle.file.remote().result(timeout_s=min(self.retry_s, 30.0))
+        except Exception as exc:  # not ready yet: the app it is, as calls will retry
+            log.debug("could not ask the app for its chat database (%s)", exc)
+            return True
+        mine = str(settings.chat_db_path.resolve())
+        if served != mine:
+            log.info("the running app writes %s, not %s: using the file", served, mine)
+        return bool(served == mine)
 
     def call(self, method: str, *args: Any, retry_s: float | None = None, **kwargs: Any) -> Any:
         if self._handle is None:

@@ -23,6 +23,7 @@ class App(NamedTuple):
     ha: dict[str, str]  # an editor key of ORG, as request headers
     hb: dict[str, str]  # an editor key of OTHER (an org without data)
     reader: dict[str, str]  # a reader key of ORG
+    var: Path  # the app's var_dir
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +33,7 @@ def app(tmp_path_factory):
     keys = api_keys(var, [ORG, OTHER])  # before the app starts: one writer once it runs
     reader = api_keys(var, [ORG], role="reader")[ORG]
     with serve_config_app(var, "tests.serve_support:rule_model") as url:
-        yield App(url, keys[ORG], keys[OTHER], reader)
+        yield App(url, keys[ORG], keys[OTHER], reader, var)
 
 
 def test_health_ready_and_docs_through_the_serve_proxy(app):
@@ -129,3 +130,29 @@ def test_openai_compatible_routes_reach_the_same_llm(app):
     r = httpx.post(f"{url}/v1/chat/completions", timeout=60, json=body, headers=headers)
     assert r.status_code == 200, r.text
     assert r.json()["choices"][0]["message"]["content"].startswith("Hello!")
+
+
+def test_keys_cli_writes_through_the_app_only_to_the_database_it_names(
+    app, tmp_path, monkeypatch, capsys
+):
+    """`jobs.keys create` next to a running app: with the app's var_dir the key is created
+    by the app's ChatStore (and works at once); with another var_dir it goes to that
+    directory's file, never into the running app's database."""
+    from jobs import keys
+
+    other = tmp_path / "other-var"
+    seed(["--data-root", str(other / "data"), "--end", "2026-11-29", "--org", ORG])
+    orgs = f"{app.url}/api/v1/organizations"
+    for var, works in ((app.var, True), (other, False)):
+        monkeypatch.setenv("CROW_VAR_DIR", str(var))
+        assert keys.main(["--config", "none", "create", "--org", ORG, "--role", "reader"]) == 0
+        key = capsys.readouterr().out.strip().splitlines()[-1]
+        status = httpx.get(orgs, headers={"Authorization": f"Bearer {key}"}).status_code
+        assert status == (200 if works else 401), (var, status)
+    from crow.store.chat_store import ChatStore
+
+    written = ChatStore(other / "chat.duckdb")
+    try:
+        assert [k["role"] for k in written.list_api_keys(ORG)] == ["reader"]
+    finally:
+        written.close()

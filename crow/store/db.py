@@ -34,6 +34,10 @@ class Database:
         self._lock = threading.RLock()  # re-entrant: a check-then-write holds it throughout
         self.applied_migrations = migrate(self._con)
 
+    def file(self) -> str:
+        """The database file, resolved (jobs check they reach the app that writes theirs)."""
+        return str(self.path.resolve())
+
     def close(self) -> None:
         with self._lock:
             self._con.close()
