@@ -18,6 +18,7 @@ def bench_embedding(args, texts: list[str], settings_dict: dict, embedder) -> di
     import torch
     from ray import serve
 
+    from crow.settings import AppSettings
     from deployments.embedder import EmbedderDeployment
 
     @ray.remote(num_cpus=0)
@@ -43,7 +44,7 @@ def bench_embedding(args, texts: list[str], settings_dict: dict, embedder) -> di
     serve.start(proxy_location="Disabled")
     started = time.perf_counter()
     handle = serve.run(
-        EmbedderDeployment.bind(settings_dict),
+        EmbedderDeployment.bind(AppSettings.from_args(settings_dict)),
         name="bench_embedder",
         route_prefix=None,
         logging_config={"enable_access_log": False, "log_level": "WARNING"},

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ray import serve
 
 from crow.analytics import Analytics
@@ -13,8 +11,8 @@ from crow.settings import AppSettings
 
 @serve.deployment(name="Analytics", max_ongoing_requests=64, ray_actor_options={"num_cpus": 0})
 class AnalyticsDeployment(Analytics):
-    def __init__(self, settings: dict[str, Any]) -> None:
-        super().__init__(DataLake(AppSettings.from_args(settings).data_dir))
+    def __init__(self, settings: AppSettings) -> None:
+        super().__init__(DataLake(settings.data_dir))
 
     def check_health(self) -> None:
         if not self.lake.root.exists():

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ray import serve
 
 from crow.settings import AppSettings
@@ -18,5 +16,5 @@ from crow.store.chat_store import ChatStore
     ray_actor_options={"num_cpus": 0},
 )
 class ChatStoreDeployment(ChatStore):
-    def __init__(self, settings: dict[str, Any]) -> None:
-        super().__init__(AppSettings.from_args(settings).chat_db_path)
+    def __init__(self, settings: AppSettings) -> None:
+        super().__init__(settings.chat_db_path)

@@ -16,11 +16,11 @@ from models.embedder import Embedder, SentenceTransformerEmbedder
 class EmbedderDeployment:
     def __init__(
         self,
-        settings: dict[str, Any],
+        settings: AppSettings,
         *,
         backend_cls: type[SentenceTransformerEmbedder] = SentenceTransformerEmbedder,
     ) -> None:
-        cfg = AppSettings.from_args(settings).embedder
+        cfg = settings.embedder
         self.embedder: Embedder = backend_cls.from_settings(cfg)
         self._embed_batch.set_max_batch_size(cfg.max_batch_size)
         self._embed_batch.set_batch_wait_timeout_s(cfg.batch_wait_timeout_s)

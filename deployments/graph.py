@@ -20,24 +20,25 @@ from deployments.retriever import RetrieverDeployment
 _PATH_FIELDS = ("var_dir", "data_root", "index_root", "chat_db", "model_cache")
 
 
-def resolve_args(args: dict[str, Any]) -> dict[str, Any]:
-    """Validated args (a typo fails here) with paths made absolute for every replica."""
+def resolve_settings(args: dict[str, Any]) -> AppSettings:
+    """The app's settings, parsed once for every deployment (a typo fails here), with paths
+    made absolute for every replica. Replicas receive this model, never the args."""
     settings = AppSettings.from_args(args)
-    resolved = dict(args)
-    for name in _PATH_FIELDS:
-        value = getattr(settings, name)
-        if value is not None:
-            resolved[name] = str(Path(value).resolve())
-    return resolved
+    paths = {
+        name: Path(value).resolve()
+        for name in _PATH_FIELDS
+        if (value := getattr(settings, name)) is not None
+    }
+    return settings.model_copy(update=paths)
 
 
 def build_app(args: dict[str, Any]) -> Application:
-    settings = resolve_args(args)
+    settings = resolve_settings(args)
     chat_store = ChatStoreDeployment.bind(settings)
     embedder = EmbedderDeployment.bind(settings)
     retriever = RetrieverDeployment.bind(settings)
     analytics = AnalyticsDeployment.bind(settings)
-    llm = llm_deployment(AppSettings.from_args(settings), settings)
+    llm = llm_deployment(settings)
     orchestrator = OrchestratorDeployment.bind(
         settings,
         chat_store=chat_store,

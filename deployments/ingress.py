@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import FastAPI
 from ray import serve
 from ray.exceptions import RayActorError
@@ -25,7 +23,7 @@ from deployments.metrics import RayMetrics
 class Ingress:
     def __init__(
         self,
-        settings: dict[str, Any],
+        settings: AppSettings,
         *,
         chat_store: DeploymentHandle,
         embedder: DeploymentHandle,
@@ -35,7 +33,7 @@ class Ingress:
         orchestrator: DeploymentHandle,
         llm: DeploymentHandle,
     ) -> None:
-        app_settings = AppSettings.from_args(settings)
+        app_settings = settings
         self.services = Services(
             settings=app_settings,
             lake=DataLake(app_settings.data_dir),

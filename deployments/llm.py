@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
 
 from ray import serve
 
@@ -59,8 +58,8 @@ def make_chat_model(llm: LLMSettings, settings: AppSettings) -> ChatModel:
 
 @serve.deployment(name="LLM", max_ongoing_requests=16, ray_actor_options={"num_cpus": 0})
 class LLMDeployment:
-    def __init__(self, settings: dict[str, Any]) -> None:
-        s = AppSettings.from_args(settings)
+    def __init__(self, settings: AppSettings) -> None:
+        s = settings
         self.name = s.llm.model
         self.model = make_chat_model(s.llm, s)
         self.cache = ResponseCache(s.llm.cache_entries)

@@ -246,13 +246,13 @@ def wire_payloads(item: Any) -> Iterator[dict[str, Any]]:
         raise ModelError(f"unexpected item from vLLM: {type(item).__name__}")
 
 
-def llm_deployment(settings: AppSettings, args: dict[str, Any]) -> Any:
+def llm_deployment(settings: AppSettings) -> Any:
     """The bound LLM deployment of the configured backend (chosen once, at build time)."""
     if settings.llm.backend == "vllm":
         return build_vllm_llm(settings)
     from deployments.llm import LLMDeployment
 
-    return LLMDeployment.bind(args)
+    return LLMDeployment.bind(settings)
 
 
 def chat_model_for(handle: DeploymentHandle, settings: AppSettings) -> Any:

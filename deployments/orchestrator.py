@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ray import serve
 from ray.serve.handle import DeploymentHandle
 
@@ -20,7 +18,7 @@ from deployments.metrics import RayMetrics
 class OrchestratorDeployment(ChatService):
     def __init__(
         self,
-        settings: dict[str, Any],
+        settings: AppSettings,
         *,
         chat_store: DeploymentHandle,
         llm: DeploymentHandle,
@@ -28,7 +26,7 @@ class OrchestratorDeployment(ChatService):
         retriever: DeploymentHandle,
         analytics: DeploymentHandle,
     ) -> None:
-        s = AppSettings.from_args(settings)
+        s = settings
         services = ChatServices(
             store=HandleProxy(chat_store),
             embedder=HandleProxy(embedder),

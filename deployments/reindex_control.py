@@ -33,14 +33,14 @@ class ReindexControlDeployment(Indexer):
     log = log  # schedule decisions in the replica log
 
     async def __init__(
-        self, settings: dict[str, Any], chat_store: DeploymentHandle, retriever: DeploymentHandle
+        self, settings: AppSettings, chat_store: DeploymentHandle, retriever: DeploymentHandle
     ) -> None:
         async def notify() -> None:
             await retriever.refresh.remote()
 
-        super().__init__(AppSettings.from_args(settings), HandleProxy(chat_store), notify=notify)
+        super().__init__(settings, HandleProxy(chat_store), notify=notify)
         await asyncio.to_thread(self.lake.recover)  # a writer killed before this start left files
-        self._args = settings
+        self._args = settings.model_dump(mode="json")  # what the jobs it submits read
         self._client: JobSubmissionClient | None = None
         self._scheduler = asyncio.create_task(self._schedule_loop())
         if self.settings.reindex.index_missing_on_start:

@@ -18,8 +18,8 @@ from indexes.vector_index import IndexParams
 
 @serve.deployment(name="Retriever", max_ongoing_requests=64, ray_actor_options={"num_cpus": 0})
 class RetrieverDeployment:
-    def __init__(self, settings: dict[str, Any]) -> None:
-        s = AppSettings.from_args(settings)
+    def __init__(self, settings: AppSettings) -> None:
+        s = settings
         s.index_dir.mkdir(parents=True, exist_ok=True)
         self.service = SearchService(
             DataLake(s.data_dir),

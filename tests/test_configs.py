@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from deployments.graph import resolve_args
+from deployments.graph import resolve_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = [ROOT / "serve_config.yaml", ROOT / "cluster" / "serve_config.gpu.yaml"]
@@ -56,7 +56,7 @@ def test_serve_config_validates(path):
     config = yaml.safe_load(path.read_text())
     (app,) = config["applications"]
     assert app["import_path"] == "deployments.graph:build_app"
-    resolve_args(app["args"])
+    resolve_settings(app["args"])
     assert {d["name"] for d in app["deployments"]} <= DEPLOYMENTS
 
 
@@ -64,12 +64,12 @@ def test_serve_config_validates(path):
 def test_a_typo_in_args_fails(path):
     app = yaml.safe_load(path.read_text())["applications"][0]
     with pytest.raises(ValueError):
-        resolve_args({**app["args"], "embeder": {"model": "x"}})
+        resolve_settings({**app["args"], "embeder": {"model": "x"}})
     with pytest.raises(ValueError):
-        resolve_args({**app["args"], "llm": {**app["args"]["llm"], "bakend": "local"}})
+        resolve_settings({**app["args"], "llm": {**app["args"]["llm"], "bakend": "local"}})
     # FAISS runs on the CPU in every profile: the old GPU switch is refused, not ignored
     with pytest.raises(ValueError, match="use_gpu"):
-        resolve_args({**app["args"], "search": {"use_gpu": True}})
+        resolve_settings({**app["args"], "search": {"use_gpu": True}})
 
 
 def test_rayservice_serves_the_gpu_profile_verbatim():
@@ -249,3 +249,20 @@ def test_every_setting_is_read_somewhere():
     )  # settings.py too: its properties read some (a declaration has no leading dot)
     unread = [name for name in _fields(AppSettings) if f".{name.rsplit('.', 1)[-1]}" not in sources]
     assert unread == []
+
+
+def test_the_graph_parses_the_settings_once():
+    """Deployments receive the validated settings model from the graph builder: no other
+    deployment module parses args (one parse per app, not one per replica class)."""
+    import re
+
+    parsers = sorted(
+        f.name
+        for f in (ROOT / "deployments").glob("*.py")
+        if re.search(r"AppSettings\.from_args|AppSettings\(|from_serve_config", f.read_text())
+    )
+    assert parsers == ["graph.py"]
+    from deployments.graph import resolve_settings
+
+    settings = resolve_settings({"var_dir": "var", "llm": {"backend": "local"}})
+    assert settings.var_dir.is_absolute() and settings.llm.backend == "local"
