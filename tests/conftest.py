@@ -101,3 +101,17 @@ def assert_error(response, status: int, code: str) -> dict:
     assert body["error"]["code"] == code
     assert isinstance(body["error"]["message"], str) and body["error"]["message"]
     return body["error"]
+
+
+MCP_INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"},
+    },
+}
+"""An MCP client's first request (JSON-RPC initialize)."""
+MCP_ACCEPT = {"Accept": "application/json, text/event-stream"}

@@ -30,7 +30,7 @@ from crow.store.chat_store import ChatStore
 from models.errors import ModelUnavailable
 from models.messages import AssistantTurn, ToolCall
 from models.testing import ScriptedChatModel, serve_in_thread
-from tests.conftest import assert_error, key_headers
+from tests.conftest import MCP_ACCEPT, MCP_INITIALIZE, assert_error, key_headers
 from tests.demo_env import build_demo_env
 
 A, B = "acme-outdoor", "fresh-mart"
@@ -285,17 +285,7 @@ def test_mcp_client_lists_and_calls_tools_for_the_key_org(served, demo):
 
 def test_mcp_refuses_missing_and_bad_keys_and_other_orgs(served):
     base = served.base
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "test", "version": "0"},
-        },
-    }
-    accept = {"Accept": "application/json, text/event-stream"}
+    init, accept = MCP_INITIALIZE, MCP_ACCEPT
     assert_unauthorized(httpx.post(f"{base}/mcp", json=init, headers=accept))
     assert_unauthorized(
         httpx.post(f"{base}/mcp", json=init, headers={**accept, "X-Organization-Id": A})

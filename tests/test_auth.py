@@ -12,7 +12,7 @@ from crow.services import Services, ThreadProxy
 from crow.settings import AppSettings
 from models.messages import AssistantTurn, Usage
 from models.testing import ScriptedChatModel
-from tests.conftest import ORG_A, ORG_B, assert_error, key_headers
+from tests.conftest import MCP_ACCEPT, MCP_INITIALIZE, ORG_A, ORG_B, assert_error, key_headers
 
 SESSIONS = "/api/v1/chat/sessions"
 GUARDED = [
@@ -191,17 +191,7 @@ def test_the_host_allowlist(settings, lake, store, ha):
         good = {**ha, "Host": "crow.example.com"}
         assert api.get("/api/v1/organizations", headers=good).status_code == 200
         # MCP's own DNS-rebinding check admits the same names, with a port too
-        init = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "test", "version": "0"},
-            },
-        }
-        accept = {"Accept": "application/json, text/event-stream"}
+        init, accept = MCP_INITIALIZE, MCP_ACCEPT
         for host in ("crow.example.com", "crow.example.com:8000"):
             r = api.post("/mcp", json=init, headers={**ha, **accept, "Host": host})
             assert r.status_code == 200, (host, r.status_code, r.text)
