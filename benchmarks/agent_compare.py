@@ -33,8 +33,6 @@ from crow.agent.context import ToolContext
 from crow.settings import AppSettings
 from jobs.eval import (
     ANSWER_TIMEOUT_S,
-    COLUMNS,
-    aligned,
     configured,
     crow_agent,
     evaluate_ask_crow,
@@ -42,10 +40,10 @@ from jobs.eval import (
     prepare_all,
     progress_line,
     real_models,
-    summarize,
     write_results,
 )
 from jobs.eval import build_parser as eval_parser
+from jobs.grading import COLUMNS, aligned, summarize
 from models.chat import ChatModel
 from models.messages import Message
 

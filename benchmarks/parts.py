@@ -66,7 +66,7 @@ def run_peer(run: Run) -> dict[str, Any]:
 
     if not run.args.eval_file.is_file():
         return {"skipped": f"no evaluation file at {run.args.eval_file}"}
-    from jobs.eval import load_questions
+    from jobs.grading import load_questions
 
     every = load_questions(run.args.eval_file)
     questions = kinds_in_turn(every)[: run.sizes.peer_limit]
@@ -150,8 +150,8 @@ def kinds_in_turn(questions: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def merge_comparisons(results: list[dict[str, Any]]) -> dict[str, Any]:
     """One comparison from several ``compare`` results: rows joined, summaries recomputed
-    with jobs.eval.summarize (what ``compare`` summarizes with)."""
-    from jobs.eval import summarize
+    with jobs.grading.summarize (what ``compare`` summarizes with)."""
+    from jobs.grading import summarize
 
     agents = results[0].get("agents") or ["askcrow", "peer"]
     merged = {k: v for k, v in results[0].items() if k not in agents}

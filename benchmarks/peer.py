@@ -76,7 +76,7 @@ class PeerConfig:
 
 @dataclass
 class PeerAnswer:
-    """What jobs.eval.grade reads (content, tool_steps, sources, fallback, timings), and more."""
+    """What jobs.grading.grade reads (content, tool_steps, sources, fallback, timings), and more."""
 
     content: str
     sources: list[Source]

@@ -135,7 +135,8 @@ class Indexer:
             )
             if not job.get("already_running"):
                 await self._start(org_id, job["id"], collections, full)
-                return await self.status(org_id, job["id"])  # type: ignore[return-value]
+                # The record was just created (job runs are never deleted): status has it.
+                return await self.status(org_id, job["id"]) or job
             # The record may be stale (a job that died): its status refreshes it; then retry.
             current = await self.status(org_id, job["id"]) or job
             if current["state"] in {"pending", "running"}:

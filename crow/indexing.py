@@ -202,8 +202,10 @@ def _catch_up(collection: str, built: _Built, target: Snapshot, embed_rows: Embe
         return _Built(target.fingerprint, target.table, None, digests)
     vectors = np.empty((len(ids), dim), dtype=np.float32)
     if reuse:
+        if built.vectors is None:  # reused rows were embedded: `built` has their vectors
+            raise TypeError("rows to reuse but the build has no vectors")
         dst, src = zip(*reuse, strict=True)
-        vectors[list(dst)] = built.vectors[list(src)]  # type: ignore[index]
+        vectors[list(dst)] = built.vectors[list(src)]
     if todo:
         vectors[todo] = fresh
     return _Built(target.fingerprint, target.table, vectors, digests)

@@ -22,8 +22,9 @@ class EmbedderDeployment:
     ) -> None:
         cfg = settings.embedder
         self.embedder: Embedder = backend_cls.from_settings(cfg)
-        self._embed_batch.set_max_batch_size(cfg.max_batch_size)
-        self._embed_batch.set_batch_wait_timeout_s(cfg.batch_wait_timeout_s)
+        # Ray types @serve.batch's wrapper without the setters it has.
+        self._embed_batch.set_max_batch_size(cfg.max_batch_size)  # type: ignore[attr-defined]
+        self._embed_batch.set_batch_wait_timeout_s(cfg.batch_wait_timeout_s)  # type: ignore[attr-defined]
 
     @serve.batch(max_batch_size=32, batch_wait_timeout_s=0.01)
     async def _embed_batch(self, texts: list[str]) -> list[np.ndarray]:

@@ -11,6 +11,7 @@ from crow.settings import AppSettings
 from deployments.analytics import AnalyticsDeployment
 from deployments.chat_store import ChatStoreDeployment
 from deployments.embedder import EmbedderDeployment
+from deployments.handles import as_deployment
 from deployments.ingress import Ingress
 from deployments.llm_vllm import llm_deployment
 from deployments.orchestrator import OrchestratorDeployment
@@ -34,12 +35,12 @@ def resolve_settings(args: dict[str, Any]) -> AppSettings:
 
 def build_app(args: dict[str, Any]) -> Application:
     settings = resolve_settings(args)
-    chat_store = ChatStoreDeployment.bind(settings)
-    embedder = EmbedderDeployment.bind(settings)
-    retriever = RetrieverDeployment.bind(settings)
-    analytics = AnalyticsDeployment.bind(settings)
+    chat_store = as_deployment(ChatStoreDeployment).bind(settings)
+    embedder = as_deployment(EmbedderDeployment).bind(settings)
+    retriever = as_deployment(RetrieverDeployment).bind(settings)
+    analytics = as_deployment(AnalyticsDeployment).bind(settings)
     llm = llm_deployment(settings)
-    orchestrator = OrchestratorDeployment.bind(
+    orchestrator = as_deployment(OrchestratorDeployment).bind(
         settings,
         chat_store=chat_store,
         llm=llm,
@@ -47,13 +48,13 @@ def build_app(args: dict[str, Any]) -> Application:
         retriever=retriever,
         analytics=analytics,
     )
-    return Ingress.bind(
+    return as_deployment(Ingress).bind(
         settings,
         chat_store=chat_store,
         embedder=embedder,
         retriever=retriever,
         analytics=analytics,
-        reindex=ReindexControlDeployment.bind(settings, chat_store, retriever),
+        reindex=as_deployment(ReindexControlDeployment).bind(settings, chat_store, retriever),
         orchestrator=orchestrator,
         llm=llm,
     )

@@ -1,19 +1,36 @@
-"""An async facade over a DeploymentHandle, the same shape as crow.services.ThreadProxy."""
+"""An async facade over a DeploymentHandle, the same shape as crow.services.ThreadProxy;
+and the typed views of a ``@serve.deployment`` class and of a streaming call."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
-from ray.serve.handle import DeploymentHandle
+from ray.serve import Deployment
+from ray.serve.handle import DeploymentHandle, DeploymentResponse, DeploymentResponseGenerator
 
 from models.messages import AssistantTurn, Message, ModelParams, StreamEvent, ToolSpec
+
+
+def as_deployment(decorated: object) -> Deployment:
+    """The Deployment a ``@serve.deployment`` class is (mypy keeps a decorated class's type)."""
+    if not isinstance(decorated, Deployment):
+        raise TypeError(f"{decorated!r} is not a @serve.deployment")
+    return decorated
+
+
+def streamed(
+    response: DeploymentResponse[Any] | DeploymentResponseGenerator[Any],
+) -> DeploymentResponseGenerator[Any]:
+    """A call through ``handle.options(stream=True)``: Ray types ``remote()`` as either
+    response, though the stream option makes it a generator."""
+    return cast(DeploymentResponseGenerator[Any], response)
 
 
 class HandleProxy:
     """``await proxy.method(*args)`` calls ``handle.method.remote(*args)`` and awaits it."""
 
-    def __init__(self, handle: DeploymentHandle) -> None:
+    def __init__(self, handle: DeploymentHandle[Any]) -> None:
         self._handle = handle
 
     def __getattr__(self, name: str) -> Callable[..., Awaitable[Any]]:
@@ -28,7 +45,7 @@ class HandleProxy:
 class HandleChatModel:
     """A ChatModel whose requests go to the LLM deployment (CPU backend or vLLM adapter)."""
 
-    def __init__(self, handle: DeploymentHandle) -> None:
+    def __init__(self, handle: DeploymentHandle[Any]) -> None:
         self._handle = handle
 
     async def request(
@@ -37,7 +54,8 @@ class HandleChatModel:
         tools: Sequence[ToolSpec] = (),
         params: ModelParams | None = None,
     ) -> AssistantTurn:
-        return await self._handle.request.remote(list(messages), list(tools), params)
+        turn: AssistantTurn = await self._handle.request.remote(list(messages), list(tools), params)
+        return turn
 
     async def stream(
         self,
@@ -45,16 +63,17 @@ class HandleChatModel:
         tools: Sequence[ToolSpec] = (),
         params: ModelParams | None = None,
     ) -> AsyncIterator[StreamEvent]:
-        async for event in self._handle.options(stream=True).stream.remote(
+        events = self._handle.options(stream=True).stream.remote(
             list(messages), list(tools), params
-        ):
+        )
+        async for event in streamed(events):
             yield event
 
 
 class StreamingProxy(HandleProxy):
     """HandleProxy plus ``stream_<method>``-free streaming: names in `streams` yield events."""
 
-    def __init__(self, handle: DeploymentHandle, streams: Sequence[str]) -> None:
+    def __init__(self, handle: DeploymentHandle[Any], streams: Sequence[str]) -> None:
         super().__init__(handle)
         self._streams = set(streams)
         self._raw = handle

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import FastAPI
 from ray import serve
 from ray.exceptions import RayActorError
@@ -25,19 +27,20 @@ class Ingress:
         self,
         settings: AppSettings,
         *,
-        chat_store: DeploymentHandle,
-        embedder: DeploymentHandle,
-        retriever: DeploymentHandle,
-        analytics: DeploymentHandle,
-        reindex: DeploymentHandle,
-        orchestrator: DeploymentHandle,
-        llm: DeploymentHandle,
+        chat_store: DeploymentHandle[Any],
+        embedder: DeploymentHandle[Any],
+        retriever: DeploymentHandle[Any],
+        analytics: DeploymentHandle[Any],
+        reindex: DeploymentHandle[Any],
+        orchestrator: DeploymentHandle[Any],
+        llm: DeploymentHandle[Any],
     ) -> None:
         app_settings = settings
+        self._store = HandleProxy(chat_store)
         self.services = Services(
             settings=app_settings,
             lake=DataLake(app_settings.data_dir),
-            store=HandleProxy(chat_store),
+            store=self._store,
             embedder=HandleProxy(embedder),
             retriever=HandleProxy(retriever),
             analytics=HandleProxy(analytics),
@@ -66,4 +69,4 @@ class Ingress:
         return app
 
     async def check_health(self) -> None:
-        await self.services.store.check_health()
+        await self._store.check_health()

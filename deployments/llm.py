@@ -50,7 +50,8 @@ def make_chat_model(llm: LLMSettings, settings: AppSettings) -> ChatModel:
         if not llm.factory or ":" not in llm.factory:
             raise ValueError("llm.backend 'custom' needs llm.factory = 'module:callable'")
         module, name = llm.factory.split(":", 1)
-        return getattr(importlib.import_module(module), name)()
+        custom: ChatModel = getattr(importlib.import_module(module), name)()  # the config's word
+        return custom
     raise ValueError(
         "llm.backend 'vllm' is served by Ray Serve LLM; see cluster/serve_config.gpu.yaml"
     )

@@ -20,6 +20,7 @@ from ray.serve.exceptions import BackPressureError, DeploymentUnavailableError
 from ray.serve.handle import DeploymentHandle
 
 from crow.settings import AppSettings
+from deployments.handles import HandleChatModel, as_deployment, streamed
 from models.errors import ModelError, ModelOverloaded, ModelUnavailable
 from models.messages import AssistantTurn, Message, ModelParams, StreamEvent, ToolSpec
 from models.openai_backend import (
@@ -109,7 +110,7 @@ class VLLMHandleChatModel:
     ToolCallDones; one TurnDone), mapped exactly as the OpenAI client backend maps its chunks.
     """
 
-    def __init__(self, handle: DeploymentHandle, model: str) -> None:
+    def __init__(self, handle: DeploymentHandle[Any], model: str) -> None:
         self._handle = handle
         self._model = model
 
@@ -157,7 +158,7 @@ class VLLMHandleChatModel:
         its ModelError; the Serve request is cancelled if this generator is closed or
         cancelled before the end."""
         deadline = asyncio.get_running_loop().time() + params.timeout_s
-        responses = self._handle.options(stream=True).chat.remote(_chat_request(body))
+        responses = streamed(self._handle.options(stream=True).chat.remote(_chat_request(body)))
         finished = False
         try:
             with mapped_errors(params.timeout_s):
@@ -252,13 +253,11 @@ def llm_deployment(settings: AppSettings) -> Any:
         return build_vllm_llm(settings)
     from deployments.llm import LLMDeployment
 
-    return LLMDeployment.bind(settings)
+    return as_deployment(LLMDeployment).bind(settings)
 
 
-def chat_model_for(handle: DeploymentHandle, settings: AppSettings) -> Any:
+def chat_model_for(handle: DeploymentHandle[Any], settings: AppSettings) -> Any:
     """The ChatModel that speaks to that deployment."""
     if settings.llm.backend == "vllm":
         return VLLMHandleChatModel(handle, settings.llm.model)
-    from deployments.handles import HandleChatModel
-
     return HandleChatModel(handle)

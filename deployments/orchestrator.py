@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ray import serve
 from ray.serve.handle import DeploymentHandle
 
@@ -20,11 +22,11 @@ class OrchestratorDeployment(ChatService):
         self,
         settings: AppSettings,
         *,
-        chat_store: DeploymentHandle,
-        llm: DeploymentHandle,
-        embedder: DeploymentHandle,
-        retriever: DeploymentHandle,
-        analytics: DeploymentHandle,
+        chat_store: DeploymentHandle[Any],
+        llm: DeploymentHandle[Any],
+        embedder: DeploymentHandle[Any],
+        retriever: DeploymentHandle[Any],
+        analytics: DeploymentHandle[Any],
     ) -> None:
         s = settings
         services = ChatServices(

@@ -15,11 +15,12 @@ from crow.config_source import app_args_env
 from crow.indexer import Indexer
 from crow.indexing import INDEX_COLLECTIONS
 from crow.settings import AppSettings
+from crow.store.chat_store import JobState
 from deployments.handles import HandleProxy
 
 log = logging.getLogger("ray.serve")  # shown in the replica logs and the console
 SCHEDULE_TICK_S = 30.0
-_RAY_FINAL = {JobStatus.FAILED: "failed", JobStatus.STOPPED: "stopped"}
+_RAY_FINAL: dict[JobStatus, JobState] = {JobStatus.FAILED: "failed", JobStatus.STOPPED: "stopped"}
 
 
 def env_for_job(args: dict[str, Any]) -> dict[str, str]:
@@ -32,8 +33,11 @@ def env_for_job(args: dict[str, Any]) -> dict[str, str]:
 class ReindexControlDeployment(Indexer):
     log = log  # schedule decisions in the replica log
 
-    async def __init__(
-        self, settings: AppSettings, chat_store: DeploymentHandle, retriever: DeploymentHandle
+    async def __init__(  # type: ignore[misc]  # Serve awaits an async __init__
+        self,
+        settings: AppSettings,
+        chat_store: DeploymentHandle[Any],
+        retriever: DeploymentHandle[Any],
     ) -> None:
         async def notify() -> None:
             await retriever.refresh.remote()
@@ -90,6 +94,8 @@ class ReindexControlDeployment(Indexer):
                 org_id, job_id, state=final, detail=f"Ray job {ray_status}"
             )
             record = await self.store.get_job_run(org_id, job_id)
+            if record is None:  # job runs are never deleted: as when there is no record
+                return None
         return {**record, "ray_status": str(ray_status)}
 
     async def _index_missing(self) -> None:

@@ -9,7 +9,7 @@ import numpy as np
 from ray import serve
 
 from crow.datalake import DataLake
-from crow.search import SearchService
+from crow.search import SearchService, SortOrder
 from crow.settings import AppSettings
 from indexes.filters import SearchFilter
 from indexes.store import IndexStore
@@ -35,7 +35,7 @@ class RetrieverDeployment:
         *,
         k: int = 10,
         flt: SearchFilter | None = None,
-        sort: str = "relevance",
+        sort: SortOrder = "relevance",
     ) -> list[dict[str, Any]]:
         return await asyncio.to_thread(
             self.service.search, org_id, collection, vector, k=k, flt=flt, sort=sort

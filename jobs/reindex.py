@@ -22,7 +22,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -67,7 +67,11 @@ class EmbedBatch:
 
 
 def embed_with_ray(
-    settings: AppSettings, parquet: list[str], collection: str, rows: int, on_rows
+    settings: AppSettings,
+    parquet: list[str],
+    collection: str,
+    rows: int,
+    on_rows: Callable[[int], None],
 ) -> tuple[list[str], np.ndarray | None]:
     import ray.data
 
@@ -164,24 +168,25 @@ def reindex_collection(
         table = lake.read_table(org_id, dataset)
         data_ids = table["id"].to_pylist()
         try:
-            indexed = set(str(i) for i in store.load(org_id, collection).ids if i)
+            indexed_ids = set(str(i) for i in store.load(org_id, collection).ids if i)
         except IndexNotFoundError:
-            indexed = set()
-        todo = [i for i in data_ids if i not in indexed]
-        remove = sorted(indexed - set(data_ids))
+            indexed_ids = set()
+        todo = [i for i in data_ids if i not in indexed_ids]
+        remove = sorted(indexed_ids - set(data_ids))
         recorder.update(
             state="running",
             rows_total=len(todo),
             rows_done=0,
             detail=f"{collection}: embedding {len(todo)} rows",
         )
-        ids, vectors = [], None
+        ids: list[str] = []
+        vectors = None
         if todo:
             subset = table.filter(pc.is_in(table["id"], value_set=pa.array(todo)))
             vectors = _embed_table(
                 settings, collection, subset, None, tmp_root, lambda n: recorder.update(rows_done=n)
             )
-            ids = subset["id"].to_pylist()
+            ids = cast(list[str], subset["id"].to_pylist())  # a required column: no nulls
         if vectors is not None or remove:
             vecs = (
                 vectors

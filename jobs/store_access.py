@@ -57,7 +57,8 @@ class StoreAccess:
             if not ray.is_initialized():
                 if not connect:
                     return None
-                ray.init(address="auto", log_to_driver=False, logging_level="ERROR")
+                # Ray annotates logging_level as int; it takes a level name too (its default).
+                ray.init(address="auto", log_to_driver=False, logging_level="ERROR")  # type: ignore[arg-type]
                 self._joined = True
             if app not in serve.status().applications:
                 self._leave()

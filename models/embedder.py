@@ -46,9 +46,11 @@ class EmbedderConfig(Protocol):
     fp16: bool
     batch_size: int
     threads: int | None
-    dtype: str
     max_seq_length: int | None
     dim: int | None
+
+    @property
+    def dtype(self) -> str: ...  # read-only: a settings model narrows it to its Literal
 
 
 class EmbeddingDimError(ValueError):

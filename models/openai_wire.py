@@ -10,7 +10,7 @@ import json
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from models.messages import (
     AssistantTurn,
@@ -18,6 +18,7 @@ from models.messages import (
     Message,
     ModelParams,
     NamedToolChoice,
+    Role,
     ToolCall,
     ToolChoice,
     ToolSpec,
@@ -132,7 +133,7 @@ def messages_from_wire(items: Sequence[Mapping[str, Any]]) -> list[Message]:
         try:
             messages.append(
                 Message(
-                    role=item.get("role"),  # type: ignore[arg-type]
+                    role=cast(Role, item.get("role")),  # untrusted: Message validates it
                     content=content or "",
                     tool_calls=calls,
                     tool_call_id=item.get("tool_call_id"),

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from models.chat import stream_turn
 from models.errors import ModelError, ModelTimeout
@@ -140,7 +141,7 @@ async def stream_turn_slowly(
 
 @contextlib.contextmanager
 def serve_in_thread(
-    app: object, *, startup_timeout_s: float = 20.0, lifespan: bool = False
+    app: Callable[..., Any], *, startup_timeout_s: float = 20.0, lifespan: bool = False
 ) -> Iterator[str]:
     """Run an ASGI app with uvicorn on 127.0.0.1 (free port) in a thread; yield its base URL.
 
@@ -151,7 +152,7 @@ def serve_in_thread(
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level="warning", lifespan="on" if lifespan else "off")  # type: ignore[arg-type]
+    config = uvicorn.Config(app, log_level="warning", lifespan="on" if lifespan else "off")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

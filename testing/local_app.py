@@ -23,7 +23,8 @@ T = TypeVar("T")
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]  # (host, port) of an AF_INET socket
+        return port
 
 
 def wait_until(
@@ -79,5 +80,5 @@ def serve_config_app(var: Path, factory: str | None, **args: Any) -> Iterator[st
         wait_until(lambda: httpx.get(f"{url}/ready", timeout=10).status_code == 200)
         yield url
     finally:
-        serve.shutdown()
+        serve.shutdown()  # type: ignore[no-untyped-call]  # ray leaves it unannotated
         ray.shutdown()

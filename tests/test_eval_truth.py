@@ -12,7 +12,8 @@ import pytest
 from crow.agent.loop import Agent
 from crow.agent.sources import Source
 from jobs import truth
-from jobs.eval import EvalEnv, evaluate_question, load_questions, summarize
+from jobs.eval import EvalEnv, evaluate_question
+from jobs.grading import load_questions, summarize
 from models.messages import AssistantTurn, ToolCall
 from models.testing import ScriptedChatModel
 from tests.demo_env import build_demo_env

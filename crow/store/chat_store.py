@@ -222,12 +222,12 @@ class ChatStore(Access, A2AState):
                 else:
                     running = None
                 if running is not None:
-                    return {**self._job_run(org_id, running), "already_running": True}  # type: ignore[dict-item]
+                    return {**self._seen_job_run(org_id, running), "already_running": True}
             self._con.execute(
                 "INSERT INTO job_runs VALUES (?, ?, ?, 'pending', 0, NULL, NULL, ?, ?, ?)",
                 [jid, org_id, kind, now, now, json.dumps(collections or [])],
             )
-            return self._job_run(org_id, jid)  # type: ignore[return-value]
+            return self._seen_job_run(org_id, jid)
 
     def update_job_run(
         self,
@@ -251,6 +251,13 @@ class ChatStore(Access, A2AState):
     def get_job_run(self, org_id: str, job_id: str) -> dict[str, Any] | None:
         with self._lock:
             return self._job_run(org_id, job_id)
+
+    def _seen_job_run(self, org_id: str, job_id: str) -> dict[str, Any]:
+        """A job run this call has just read or written under the lock: it is there."""
+        job = self._job_run(org_id, job_id)
+        if job is None:
+            raise LookupError(f"job run {job_id} of {org_id} is gone")
+        return job
 
     def _job_run(self, org_id: str, job_id: str) -> dict[str, Any] | None:
         cur = self._con.execute(

@@ -142,7 +142,8 @@ def patterns(
 ) -> list[dict[str, Any]]:
     rng = _rng(seed, org, "patterns")
     categories = list(org.catalog)
-    rows, seen = [], set()
+    rows: list[dict[str, Any]] = []
+    seen: set[str] = set()
     n = 0
     while len(rows) < count:
         n += 1
