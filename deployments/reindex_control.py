@@ -23,12 +23,6 @@ SCHEDULE_TICK_S = 30.0
 _RAY_FINAL: dict[JobStatus, JobState] = {JobStatus.FAILED: "failed", JobStatus.STOPPED: "stopped"}
 
 
-def env_for_job(args: dict[str, Any]) -> dict[str, str]:
-    """The job's environment: the app's args as one JSON variable (CROW_APP_ARGS), which the
-    job reads with ``--config env``, so it sees exactly the args the app runs with."""
-    return app_args_env(args)
-
-
 @serve.deployment(name="ReindexControl", num_replicas=1, ray_actor_options={"num_cpus": 0})
 class ReindexControlDeployment(Indexer):
     log = log  # schedule decisions in the replica log
@@ -75,7 +69,7 @@ class ReindexControlDeployment(Indexer):
             self._jobs().submit_job,
             entrypoint=" ".join(command),
             submission_id=job_id,
-            runtime_env={"env_vars": env_for_job(self._args)},
+            runtime_env={"env_vars": app_args_env(self._args)},
             entrypoint_num_cpus=self.settings.reindex.driver_num_cpus or None,
         )
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from crow.config_source import CONFIG_HELP, ConfigError, settings_from_config_arg
+from crow.config_source import CONFIG_HELP, ConfigError, app_args_env, settings_from_config_arg
 from crow.settings import AppSettings, serve_config_args
 from crow.settings_env import (
     APP_ARGS_ENV,
@@ -19,7 +19,6 @@ from crow.settings_env import (
     EnvironmentSettingError,
     refused_variables,
 )
-from deployments.reindex_control import env_for_job
 
 ROOT = Path(__file__).resolve().parents[1]
 GPU_CONFIG = ROOT / "cluster" / "serve_config.gpu.yaml"
@@ -126,11 +125,11 @@ def test_every_crow_variable_the_code_reads_is_allowed_or_no_setting() -> None:
 
 
 def test_the_job_transport_round_trips_the_gpu_profile(monkeypatch) -> None:
-    """ReindexControl's env_for_job + the job's ``--config env``: the same settings as the
+    """ReindexControl's app_args_env + the job's ``--config env``: the same settings as the
     GPU profile's serve config, nested sections, lists and nulls included."""
     args = serve_config_args(GPU_CONFIG)
     assert args["llm"]["backend"] == "vllm" and isinstance(args["embedder"], dict)
-    env = env_for_job(args)
+    env = app_args_env(args)
     assert list(env) == [APP_ARGS_ENV] and json.loads(env[APP_ARGS_ENV]) == args
     for name, value in env.items():
         monkeypatch.setenv(name, value)
@@ -168,7 +167,7 @@ def test_reindex_job_runs_with_the_env_of_reindex_control(monkeypatch, tmp_path,
     from jobs import reindex
 
     args = {"var_dir": str(tmp_path / "var"), "reindex": {"batch_size": 32}}
-    for name, value in env_for_job(args).items():
+    for name, value in app_args_env(args).items():
         monkeypatch.setenv(name, value)
     # gets as far as the (empty) data lake of the args' var_dir
     assert reindex.main(["--org", "nobody", "--job-id", "job_1", "--config", "env"]) == 2

@@ -6,11 +6,10 @@ import json
 
 import pytest
 
-from crow.config_source import settings_from_config_arg
+from crow.config_source import app_args_env, settings_from_config_arg
 from crow.datalake import DataLake
 from crow.settings import AppSettings
 from crow.store.chat_store import ChatStore
-from deployments.reindex_control import env_for_job
 from indexes.store import IndexStore
 from jobs import reindex
 from jobs.seed_demo import main as seed
@@ -54,7 +53,7 @@ def test_full_then_incremental_reindex(ray_cluster, tmp_path, monkeypatch):
         "reindex": {"batch_size": 64},
         "orgs": {ORG: {"knowledge_source": {"kind": "folder", "location": str(kb)}}},
     }
-    for key, value in env_for_job(args).items():  # how ReindexControl hands settings to the job
+    for key, value in app_args_env(args).items():  # how ReindexControl hands settings to the job
         monkeypatch.setenv(key, value)
     settings = settings_from_config_arg("env")
     assert settings.var_dir == var and settings.reindex.batch_size == 64
@@ -121,7 +120,7 @@ def test_full_then_incremental_reindex(ray_cluster, tmp_path, monkeypatch):
 
 def test_job_env_round_trips_nested_settings():
     args = {"var_dir": "/srv", "embedder": {"model": "m", "batch_size": 8}}
-    env = env_for_job(args)
+    env = app_args_env(args)
     assert env == {"CROW_APP_ARGS": json.dumps(args)}
     assert json.loads(env["CROW_APP_ARGS"]) == args
 
@@ -361,4 +360,4 @@ def test_reindex_control_reserves_the_drivers_cpus() -> None:
         )
         assert submitted[-1]["entrypoint_num_cpus"] == expected
         assert "--config env" in submitted[-1]["entrypoint"]
-        assert submitted[-1]["runtime_env"] == {"env_vars": env_for_job(args)}
+        assert submitted[-1]["runtime_env"] == {"env_vars": app_args_env(args)}
