@@ -29,7 +29,7 @@ from typing import Any
 from tqdm import tqdm
 
 from benchmarks.peer import PeerAgent, PeerAnswer, PeerConfig, framework_version, serve_model
-from crow.agent.context import ToolContext
+from crow.chat.agent.context import ToolContext
 from crow.settings import AppSettings
 from jobs.eval import (
     ANSWER_TIMEOUT_S,

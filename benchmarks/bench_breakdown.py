@@ -18,7 +18,7 @@ from typing import Any
 from benchmarks.inprocess import InProcessApp
 from benchmarks.questions import QUESTION_TYPES, QUESTIONS
 from benchmarks.timeline import ALL_PARTS, TimedModel, TimedProxy, Timeline, timed_tools
-from crow.agent.tools import TOOLS
+from crow.chat.agent.tools import TOOLS
 
 
 def bench_breakdown(

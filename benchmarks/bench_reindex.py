@@ -92,10 +92,10 @@ def ray_path(
 
 
 def single_path(work: Path, rows: int, model: str, *, progress: bool = True) -> dict[str, Any]:
-    """The single-process ``crow.indexing.build_index`` loop over ``rows`` seeded
+    """The single-process ``crow.retrieval.index_build.build_index`` loop over ``rows`` seeded
     interactions (model load included in wall_s); indexes to ``work/indexes-single``."""
-    from crow.datalake import DataLake
-    from crow.indexing import build_index
+    from crow.data.lake import DataLake
+    from crow.retrieval.index_build import build_index
     from indexes.store import IndexStore
     from models.embedder import SentenceTransformerEmbedder
 
@@ -143,8 +143,8 @@ def max_vector_diff(
     rows' texts (a sample of ids spread over the index)."""
     import pyarrow.compute as pc
 
-    from crow.datalake import DataLake
-    from crow.indexing import texts_for
+    from crow.data.lake import DataLake
+    from crow.retrieval.index_build import texts_for
     from indexes.store import IndexStore
 
     index = IndexStore(Path(index_dir)).load(ORG, "interactions")

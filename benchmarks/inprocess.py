@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from crow.agent.loop import Agent, AgentConfig
-from crow.agent.tools import TOOLS, Tool
-from crow.analytics import Analytics
-from crow.chat import ChatService, ChatServices
-from crow.datalake import DataLake
-from crow.search import SearchService
+from crow.chat.agent.loop import Agent, AgentConfig
+from crow.chat.agent.tools import TOOLS, Tool
+from crow.chat.service import ChatService, ChatServices
+from crow.data.analytics import Analytics
+from crow.data.lake import DataLake
+from crow.retrieval.search import SearchService
 from crow.services import ThreadProxy
 from crow.settings import AppSettings, serve_config_args
 from crow.store.chat_store import ChatStore
@@ -43,7 +43,7 @@ def ensure_indexes(
     """Build the org's missing indexes in this process (a fresh clone has data, no indexes)."""
     from tqdm import tqdm
 
-    from crow.indexing import INDEX_COLLECTIONS, build_index
+    from crow.retrieval.index_build import INDEX_COLLECTIONS, build_index
 
     lake, store = DataLake(settings.data_dir), IndexStore(settings.index_dir)
     built = []
@@ -93,7 +93,7 @@ class InProcessApp:
 
     def preload(self, org_id: str) -> None:
         """Load the org's indexes now, as a running app has them loaded."""
-        from crow.indexing import INDEX_COLLECTIONS
+        from crow.retrieval.index_build import INDEX_COLLECTIONS
 
         for collection in INDEX_COLLECTIONS:
             self.search.index(org_id, collection)

@@ -33,8 +33,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from crow.agent.prompts import system_prompt
-from crow.agent.tools import TOOLS
+from crow.chat.agent.prompts import system_prompt
+from crow.chat.agent.tools import TOOLS
 from crow.settings import AppSettings
 from models.gguf_assembly import assemble_gguf, source_for
 from models.local import LocalChatModel, LocalModelConfig

@@ -263,7 +263,7 @@ def run_reindex(run: Run) -> dict[str, Any]:
         out["ray_job"]["index_dir"], out["ray_job"]["data_root"], run.embedder().embed
     )
     out["note"] = (
-        f"The single-process loop (crow.indexing.build_index) ran first, on "
+        f"The single-process loop (crow.retrieval.index_build.build_index) ran first, on "
         f"{single_rows:,} seeded interactions of their own, then the Ray Data job (jobs.reindex) on "
         f"{out['ray_job']['rows']:,}: rows/s are compared, not wall times."
         + (f" Sizes {out['reduced']}." if out["reduced"] else "")

@@ -39,9 +39,9 @@ from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.profiles.openai import OpenAIModelProfile
 from pydantic_ai.providers.openai import OpenAIProvider
 
-from crow.agent.context import ToolContext
-from crow.agent.sources import Source
-from crow.agent.tools import TOOLS, Tool
+from crow.chat.agent.context import ToolContext
+from crow.chat.agent.sources import Source
+from crow.chat.agent.tools import TOOLS, Tool
 from crow.settings import AppSettings
 from models.chat import ChatModel
 from models.messages import Message, ModelParams

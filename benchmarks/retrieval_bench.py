@@ -18,7 +18,7 @@ even on a machine shared with other work; absolute numbers move with the load):
    is absent.
 3. **Reindex** of ``--reindex-rows`` seeded interactions: ``jobs.reindex.reindex_collection``
    (Ray Data + actor pool, settings from ``serve_config.yaml``) vs the single-process
-   ``crow.indexing.build_index`` loop. With ``--fit-minutes`` (default 20) the row count is
+   ``crow.retrieval.index_build.build_index`` loop. With ``--fit-minutes`` (default 20) the row count is
    reduced when the throughput measured in part 1 says the run would not fit; the JSON
    then has ``rows_requested`` and ``rows``.
 

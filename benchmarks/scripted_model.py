@@ -15,7 +15,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from crow.agent.cues import is_count_question, is_small_talk
+from crow.chat.agent.cues import is_count_question, is_small_talk
 from models.messages import (
     AssistantTurn,
     Message,

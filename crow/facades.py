@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 if TYPE_CHECKING:
-    from crow.search import SortOrder
+    from crow.retrieval.search import SortOrder
     from crow.store.chat_store import JobState, Role, SessionKind
     from indexes.filters import SearchFilter
 
@@ -30,7 +30,7 @@ class EmbedderFacade(Protocol):
 
 
 class RetrieverFacade(Protocol):
-    """crow.search.SearchService."""
+    """crow.retrieval.search.SearchService."""
 
     def search(
         self,
@@ -45,7 +45,7 @@ class RetrieverFacade(Protocol):
 
 
 class AnalyticsFacade(Protocol):
-    """crow.analytics.Analytics."""
+    """crow.data.analytics.Analytics."""
 
     def interaction_summary(
         self,
@@ -167,7 +167,7 @@ class StoreFacade(Protocol):
 
 
 class IndexerFacade(Protocol):
-    """crow.indexer.Indexer (already async)."""
+    """crow.retrieval.index_control.IndexControl (already async)."""
 
     def index_documents(
         self, org_id: str, records: list[dict[str, Any]], vectors: np.ndarray
@@ -178,7 +178,7 @@ class IndexerFacade(Protocol):
 
 
 class ChatFacade(Protocol):
-    """crow.chat.ChatService (already async)."""
+    """crow.chat.service.ChatService (already async)."""
 
     def send(
         self,

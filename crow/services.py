@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from crow.datalake import DataLake
+from crow.data.lake import DataLake
 from crow.facades import (
     AnalyticsFacade,
     ChatFacade,

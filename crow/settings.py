@@ -274,7 +274,7 @@ class AgentSettings(_Section):
     guidance: Literal["none", "hints"] | None = Field(
         None,
         description="Help the model reads, never decisions made for it: 'hints' adds a routing "
-        "hint from the intent router (crow.agent.intent) for small models, 'none' gives the "
+        "hint from the intent router (crow.chat.agent.intent) for small models, 'none' gives the "
         "model the prompt and tools only. Default: from llm.backend ('local': hints, else none).",
     )
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ray import serve
 
-from crow.analytics import Analytics
-from crow.datalake import DataLake
+from crow.data.analytics import Analytics
+from crow.data.lake import DataLake
 from crow.settings import AppSettings
 
 

@@ -12,7 +12,7 @@ from ray.serve.handle import DeploymentHandle
 
 from crow.api.app import create_app
 from crow.api.errors import ApiError
-from crow.datalake import DataLake
+from crow.data.lake import DataLake
 from crow.services import Services
 from crow.settings import AppSettings
 from deployments.handles import HandleProxy, StreamingProxy

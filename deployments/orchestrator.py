@@ -7,9 +7,9 @@ from typing import Any
 from ray import serve
 from ray.serve.handle import DeploymentHandle
 
-from crow.agent.loop import Agent, AgentConfig
-from crow.chat import ChatService, ChatServices
-from crow.datalake import DataLake
+from crow.chat.agent.loop import Agent, AgentConfig
+from crow.chat.service import ChatService, ChatServices
+from crow.data.lake import DataLake
 from crow.settings import AppSettings
 from deployments.handles import HandleProxy
 from deployments.llm_vllm import chat_model_for

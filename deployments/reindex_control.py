@@ -12,8 +12,8 @@ from ray.job_submission import JobStatus, JobSubmissionClient
 from ray.serve.handle import DeploymentHandle
 
 from crow.config_source import app_args_env
-from crow.indexer import Indexer
-from crow.indexing import INDEX_COLLECTIONS
+from crow.retrieval.index_build import INDEX_COLLECTIONS
+from crow.retrieval.index_control import IndexControl
 from crow.settings import AppSettings
 from crow.store.chat_store import JobState
 from deployments.handles import HandleProxy
@@ -24,7 +24,7 @@ _RAY_FINAL: dict[JobStatus, JobState] = {JobStatus.FAILED: "failed", JobStatus.S
 
 
 @serve.deployment(name="ReindexControl", num_replicas=1, ray_actor_options={"num_cpus": 0})
-class ReindexControlDeployment(Indexer):
+class ReindexControlDeployment(IndexControl):
     log = log  # schedule decisions in the replica log
 
     async def __init__(  # type: ignore[misc]  # Serve awaits an async __init__
@@ -122,7 +122,7 @@ class ReindexControlDeployment(Indexer):
             log.info("%s reindex %s %s", org_id, job["id"], job["state"])
 
     async def _schedule_loop(self) -> None:
-        """Indexer.run_schedule: a due org whose reindex still runs is skipped and logged."""
+        """IndexControl.run_schedule: a due org whose reindex still runs is skipped and logged."""
         await self.run_schedule(SCHEDULE_TICK_S)
 
     def check_health(self) -> None:

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 from ray import serve
 
-from crow.datalake import DataLake
-from crow.search import SearchService, SortOrder
+from crow.data.lake import DataLake
+from crow.retrieval.search import SearchService, SortOrder
 from crow.settings import AppSettings
 from indexes.filters import SearchFilter
 from indexes.store import IndexStore

@@ -32,15 +32,15 @@ from typing import Any
 
 from tqdm import tqdm
 
-from crow.agent.context import ToolContext
-from crow.agent.loop import Agent, AgentConfig
-from crow.agent.prompts import system_prompt
-from crow.agent.tools import TOOLS_BY_NAME
-from crow.analytics import Analytics
+from crow.chat.agent.context import ToolContext
+from crow.chat.agent.loop import Agent, AgentConfig
+from crow.chat.agent.prompts import system_prompt
+from crow.chat.agent.tools import TOOLS_BY_NAME
 from crow.config_source import CONFIG_HELP, ConfigError, settings_from_config_arg
-from crow.datalake import DataLake
-from crow.indexing import INDEX_COLLECTIONS, build_index
-from crow.search import SearchService
+from crow.data.analytics import Analytics
+from crow.data.lake import DataLake
+from crow.retrieval.index_build import INDEX_COLLECTIONS, build_index
+from crow.retrieval.search import SearchService
 from crow.services import ThreadProxy
 from crow.settings import AppSettings
 from indexes.store import IndexStore

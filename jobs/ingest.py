@@ -12,11 +12,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from crow.datalake import DataLake
-from crow.ingest import ingest
-from crow.records import COLLECTIONS
+from crow.data.ingest import ingest
+from crow.data.lake import DataLake
+from crow.data.records import COLLECTIONS
+from crow.data.upload import FORMATS, IngestRejected, detect_format
 from crow.settings import AppSettings
-from crow.upload import FORMATS, IngestRejected, detect_format
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 
 from crow.auth.keys import ROLES
 from crow.config_source import CONFIG_HELP, ConfigError, settings_from_config_arg
-from crow.datalake import DataLake
+from crow.data.lake import DataLake
 from crow.settings import AppSettings
 from jobs.seed_demo import DEMO_ORGS
 from jobs.store_access import StoreAccess

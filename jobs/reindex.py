@@ -4,7 +4,7 @@
         [--collection products] [--full | --incremental]
 
 Full mode embeds every row (for org_context, first re-reads the org's configured knowledge
-source, whose documents replace only the source's own: crow.indexing), then catches up with
+source, whose documents replace only the source's own: crow.retrieval.index_build), then catches up with
 rows written while it ran and publishes under the collection's lock; incremental mode
 embeds only rows the current index lacks and drops rows that left the data. A version
 becomes current only once complete: a failed or killed job leaves the previous version
@@ -30,9 +30,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from crow.config_source import CONFIG_HELP, ConfigError, settings_from_config_arg
-from crow.datalake import DataLake
-from crow.indexer import describe_source, load_source_records
-from crow.indexing import (
+from crow.data.lake import DataLake
+from crow.retrieval.index_build import (
     DATASET_OF,
     INDEX_COLLECTIONS,
     add_to_index,
@@ -42,6 +41,7 @@ from crow.indexing import (
     source_table,
     texts_for,
 )
+from crow.retrieval.index_control import describe_source, load_source_records
 from crow.settings import AppSettings, EmbedderSettings
 from crow.settings_env import JOB_ID_ENV
 from indexes.store import IndexMeta, IndexNotFoundError, IndexStore
@@ -130,7 +130,7 @@ def reindex_collection(
     tmp_root = settings.var_dir / "tmp"
     meta, remove = None, []
     if full:
-        # The source's documents replace only the source's own (see crow.indexing); other
+        # The source's documents replace only the source's own (see crow.retrieval.index_build); other
         # collections embed straight from the dataset's Parquet files.
         now = read_snapshot(lake, org_id, dataset)
         table = merge_source(now.table, source) if source is not None else now.table

@@ -15,8 +15,8 @@ import time
 from datetime import UTC, date, datetime
 from pathlib import Path
 
-from crow.datalake import DataLake
-from crow.ingest import validate_rows
+from crow.data.ingest import validate_rows
+from crow.data.lake import DataLake
 from crow.settings import AppSettings
 from jobs.demo import generate
 from jobs.demo.acme import ACME

@@ -23,7 +23,7 @@ from typing import Any
 
 import duckdb
 
-from crow.datalake import DataLake
+from crow.data.lake import DataLake
 
 TABLES = ("interactions", "products", "patterns", "documents")
 _NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?")

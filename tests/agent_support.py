@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from crow.agent.context import ToolContext
-from crow.agent.loop import Agent
+from crow.chat.agent.context import ToolContext
+from crow.chat.agent.loop import Agent
 from models.messages import AssistantTurn, Message, ToolCall
 
 ORG = "acme-outdoor"

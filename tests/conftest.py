@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from crow.api.app import create_app
-from crow.datalake import DataLake
+from crow.data.lake import DataLake
 from crow.services import Services, ThreadProxy
 from crow.settings import AppSettings
 from crow.store.chat_store import ChatStore

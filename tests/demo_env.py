@@ -6,13 +6,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from crow.agent.loop import Agent
-from crow.analytics import Analytics
-from crow.chat import ChatService, ChatServices
-from crow.datalake import DataLake
-from crow.indexer import Indexer
-from crow.indexing import INDEX_COLLECTIONS, build_index
-from crow.search import SearchService
+from crow.chat.agent.loop import Agent
+from crow.chat.service import ChatService, ChatServices
+from crow.data.analytics import Analytics
+from crow.data.lake import DataLake
+from crow.retrieval.index_build import INDEX_COLLECTIONS, build_index
+from crow.retrieval.index_control import IndexControl
+from crow.retrieval.search import SearchService
 from crow.services import Services, ThreadProxy
 from crow.settings import AppSettings
 from crow.store.chat_store import ChatStore
@@ -53,7 +53,7 @@ class DemoEnv:
             async def notify() -> None:
                 await proxies["retriever"].refresh()
 
-            extra["indexer"] = Indexer(
+            extra["indexer"] = IndexControl(
                 self.settings, ThreadProxy(store), embed=self.embedder.embed, notify=notify
             )
         return Services(

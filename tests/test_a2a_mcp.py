@@ -267,7 +267,7 @@ def test_mcp_client_lists_and_calls_tools_for_the_key_org(served, demo):
     # The key alone names the org (no X-Organization-Id): A's data, and only A's.
     names, schemas, summary_a = asyncio.run(mcp_session_calls(base, only_key(served.ha)))
     assert names == TOOL_NAMES
-    from crow.agent.tools import TOOLS_BY_NAME
+    from crow.chat.agent.tools import TOOLS_BY_NAME
 
     assert schemas["search_products"] == TOOLS_BY_NAME["search_products"].spec.parameters
     a, b = demo.analytics.interaction_summary(A), demo.analytics.interaction_summary(B)

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from crow.agent.loop import Agent, AgentConfig
-from crow.chat import ChatService, ChatServices, SessionNotFound
+from crow.chat.agent.loop import Agent, AgentConfig
+from crow.chat.service import ChatService, ChatServices, SessionNotFound
 from crow.services import ThreadProxy
 from crow.store.chat_store import ChatStore
 from models.errors import ModelTimeout
@@ -389,13 +389,13 @@ def test_a_repeated_call_ends_the_loop_with_one_plain_answer(demo):
     ],
 )
 def test_small_talk_cues(message, small_talk):
-    from crow.agent.cues import is_small_talk
+    from crow.chat.agent.cues import is_small_talk
 
     assert is_small_talk(message) is small_talk
 
 
 def test_after_tools_ran_the_model_stops_at_a_copy_of_the_results(demo):
-    from crow.agent.compose import ECHO_STOPS
+    from crow.chat.agent.compose import ECHO_STOPS
 
     model = ScriptedChatModel(
         [
@@ -421,7 +421,7 @@ def test_after_tools_ran_the_model_stops_at_a_copy_of_the_results(demo):
     ],
 )
 def test_count_cues(message, count):
-    from crow.agent.cues import is_count_question
+    from crow.chat.agent.cues import is_count_question
 
     assert is_count_question(message) is count
 
@@ -462,7 +462,7 @@ def test_streamed_text_is_the_answer_and_footnotes_come_last(demo):
 def test_top_products_overall_equal_the_duckdb_ranking(demo, arguments):
     import duckdb
 
-    from crow.agent.tools import TOOLS_BY_NAME
+    from crow.chat.agent.tools import TOOLS_BY_NAME
 
     output = asyncio.run(
         TOOLS_BY_NAME["search_products"].invoke({**arguments, "limit": 5}, ctx_for(demo))
@@ -478,7 +478,7 @@ def test_top_products_overall_equal_the_duckdb_ranking(demo, arguments):
 
 
 def test_top_products_of_a_topic_rank_that_topics_products(demo):
-    from crow.agent.tools import TOOLS_BY_NAME
+    from crow.chat.agent.tools import TOOLS_BY_NAME
 
     args = {"query": "tents", "sort": "popularity", "limit": 5}
     output = asyncio.run(TOOLS_BY_NAME["search_products"].invoke(args, ctx_for(demo)))
@@ -491,7 +491,7 @@ def test_a_channel_filter_counts_only_that_channel_and_all_means_none(demo):
     """No zero counts for the channels filtered out (a small model read them as "web is the
     busiest"), the busiest and quietest channel named (it does not compare figures reliably);
     'all' is a value a small model can write instead of inventing a channel."""
-    from crow.agent.tools import TOOLS_BY_NAME
+    from crow.chat.agent.tools import TOOLS_BY_NAME
 
     summary = TOOLS_BY_NAME["get_interaction_summary"]
     web = asyncio.run(summary.invoke({"channel": "web"}, ctx_for(demo))).content
@@ -513,7 +513,7 @@ def test_a_channel_filter_counts_only_that_channel_and_all_means_none(demo):
 
 
 def test_an_empty_result_under_filters_says_what_to_try(demo):
-    from crow.agent.tools import TOOLS_BY_NAME
+    from crow.chat.agent.tools import TOOLS_BY_NAME
 
     args = {"query": "jackets", "since": "2020-01-01", "until": "2020-01-02"}
     empty = asyncio.run(TOOLS_BY_NAME["search_interactions"].invoke(args, ctx_for(demo)))

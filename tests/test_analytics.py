@@ -2,9 +2,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from crow.analytics import Analytics
-from crow.ingest import validate_rows
-from crow.timewords import TimeWordError, resolve, resolve_range
+from crow.data.analytics import Analytics
+from crow.data.ingest import validate_rows
+from crow.data.timewords import TimeWordError, resolve, resolve_range
 from tests.conftest import ORG_A, ORG_B
 
 ANCHOR = datetime(2026, 11, 28, 22, 0, tzinfo=UTC)

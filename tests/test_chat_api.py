@@ -8,9 +8,9 @@ import re
 import pytest
 from fastapi.testclient import TestClient
 
-from crow.agent.loop import Agent
 from crow.api.app import create_app
-from crow.chat import ChatService, ChatServices
+from crow.chat.agent.loop import Agent
+from crow.chat.service import ChatService, ChatServices
 from crow.services import Services, ThreadProxy
 from models.errors import ModelTimeout, ModelUnavailable
 from models.messages import AssistantTurn, ToolCall

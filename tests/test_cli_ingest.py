@@ -1,6 +1,6 @@
 import json
 
-from crow.datalake import DataLake
+from crow.data.lake import DataLake
 from jobs.ingest import main
 
 

@@ -8,10 +8,10 @@ from contextlib import contextmanager, suppress
 import duckdb
 import pytest
 
-import crow.datalake as datalake
-from crow.datalake import DataLake, IdsAlreadyExist, UnknownOrganization
-from crow.ingest import ingest, validate_rows
-from crow.upload import IngestRejected
+import crow.data.lake as datalake
+from crow.data.ingest import ingest, validate_rows
+from crow.data.lake import DataLake, IdsAlreadyExist, UnknownOrganization
+from crow.data.upload import IngestRejected
 from tests.conftest import ORG_A
 
 ROWS = validate_rows(

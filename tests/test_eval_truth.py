@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from crow.agent.loop import Agent
-from crow.agent.sources import Source
+from crow.chat.agent.loop import Agent
+from crow.chat.agent.sources import Source
 from jobs import truth
 from jobs.eval import EvalEnv, evaluate_question
 from jobs.grading import load_questions, summarize
@@ -48,8 +48,8 @@ def test_every_truth_of_the_sets_is_computable_and_names_something(demo, path):
 
 
 def test_a_windowed_truth_means_what_the_summary_tool_counts_for_the_same_words(demo):
-    from crow.agent.context import ToolContext
-    from crow.agent.tools import TOOLS_BY_NAME
+    from crow.chat.agent.context import ToolContext
+    from crow.chat.agent.tools import TOOLS_BY_NAME
 
     sql = (
         "SELECT count(*) FROM interactions WHERE channel = 'web' "

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from crow.datalake import DataLake
-from crow.ingest import validate_rows
+from crow.data.ingest import validate_rows
+from crow.data.lake import DataLake
 
 pytestmark = pytest.mark.faults
 
@@ -49,14 +49,14 @@ def pattern_rows(ids, title="T"):
 OLD = [f"old-{i}" for i in range(6)]
 NEW = [f"new-{i}" for i in range(4)]
 
-# Runs in the child: patches one step of crow.datalake there, then writes NEW in two batches.
+# Runs in the child: patches one step of crow.data.lake there, then writes NEW in two batches.
 WRITER = textwrap.dedent(
     """
     import os, sys, time
     from pathlib import Path
 
     import pyarrow
-    import crow.datalake as dl
+    import crow.data.lake as dl
     from tests.test_faults_writers import NEW, ORG, pattern_rows
 
     root, mode, stop_at, marker = sys.argv[1:5]
@@ -219,7 +219,7 @@ APPENDER = textwrap.dedent(
     from pathlib import Path
 
     import duckdb
-    import crow.datalake as dl
+    import crow.data.lake as dl
     from jobs.ingest import main
 
     go, ready, me, other, *args = sys.argv[1:]

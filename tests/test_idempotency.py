@@ -7,9 +7,9 @@ import asyncio
 import pytest
 from fastapi.testclient import TestClient
 
-from crow.agent.loop import Agent
 from crow.api.app import create_app
-from crow.chat import AnswerInProgress, ChatService, ChatServices, SessionNotFound
+from crow.chat.agent.loop import Agent
+from crow.chat.service import AnswerInProgress, ChatService, ChatServices, SessionNotFound
 from crow.services import ThreadProxy
 from models.messages import AssistantTurn
 from models.testing import ScriptedChatModel
@@ -60,9 +60,9 @@ def test_qna_messages_take_an_idempotency_key_too(demo, store):
 
 
 def test_a_retry_while_the_first_is_still_answering_waits_then_gives_up(demo, store, monkeypatch):
-    import crow.chat
+    import crow.chat.service
 
-    monkeypatch.setattr(crow.chat, "IN_PROGRESS_WAIT_S", 0.2)
+    monkeypatch.setattr(crow.chat.service, "IN_PROGRESS_WAIT_S", 0.2)
     chat = chat_service(demo, store, ScriptedChatModel())
     sid = store.create_session(A)["id"]
     store.add_message(A, sid, "user", "How many?", message_id=f"{sid}:m-2")
@@ -70,7 +70,7 @@ def test_a_retry_while_the_first_is_still_answering_waits_then_gives_up(demo, st
     with pytest.raises(AnswerInProgress):
         asyncio.run(chat.send(A, sid, "How many?", message_id="m-2"))
     # a claim older than the takeover time is a crashed request's: the retry answers
-    monkeypatch.setattr(crow.chat, "TAKEOVER_AFTER_S", 0.0)
+    monkeypatch.setattr(crow.chat.service, "TAKEOVER_AFTER_S", 0.0)
     model = chat.agent.model
     model.add(AssistantTurn(text="Taken over."))
     assert asyncio.run(chat.send(A, sid, "How many?", message_id="m-2"))["content"] == "Taken over."
@@ -127,10 +127,10 @@ def test_the_service_says_the_session_went_away(demo, store):
 @pytest.mark.faults
 def test_a_long_answer_keeps_its_claim_alive(demo, store, monkeypatch):
     """A claim is renewed while its request answers: only a dead request's goes stale."""
-    import crow.chat
+    import crow.chat.service
 
-    monkeypatch.setattr(crow.chat, "HEARTBEAT_S", 0.05)
-    monkeypatch.setattr(crow.chat, "TAKEOVER_AFTER_S", 0.3)
+    monkeypatch.setattr(crow.chat.service, "HEARTBEAT_S", 0.05)
+    monkeypatch.setattr(crow.chat.service, "TAKEOVER_AFTER_S", 0.3)
     model = ScriptedChatModel(latency_s=1.0)  # longer than the takeover time
     model.add(AssistantTurn(text="Slow but once."))
     chat = chat_service(demo, store, model)
@@ -146,7 +146,7 @@ def test_a_long_answer_keeps_its_claim_alive(demo, store, monkeypatch):
 
 
 def test_qna_answers_with_the_configured_model_timeout_and_token_cap(demo, store):
-    from crow.agent.loop import AgentConfig
+    from crow.chat.agent.loop import AgentConfig
 
     model = ScriptedChatModel()
     model.add(AssistantTurn(text="Sixty days."))

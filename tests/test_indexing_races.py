@@ -21,12 +21,12 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from crow import kb_source
-from crow.datalake import DataLake
-from crow.indexer import Indexer
-from crow.indexing import build_index, texts_for
-from crow.ingest import ingest, validate_rows
-from crow.search import SearchService
+from crow.data import knowledge_source as kb_source
+from crow.data.ingest import ingest, validate_rows
+from crow.data.lake import DataLake
+from crow.retrieval.index_build import build_index, texts_for
+from crow.retrieval.index_control import IndexControl
+from crow.retrieval.search import SearchService
 from crow.services import ThreadProxy
 from crow.settings import AppSettings
 from crow.store.chat_store import ChatStore
@@ -128,7 +128,7 @@ def run_job_reindex(settings: AppSettings, monkeypatch, fake: FakeRay) -> dict:
 def test_sixteen_concurrent_adds_are_all_searchable(tmp_path):
     settings = make_settings(tmp_path)
     make_lake(settings)
-    indexer = Indexer(settings, store=None)
+    indexer = IndexControl(settings, store=None)
     docs = [api_record(f"doc-api-{i}", f"zeta{i} quux{i}") for i in range(16)]
 
     async def run():
@@ -157,7 +157,7 @@ def test_an_add_during_an_in_process_reindex_survives_it(tmp_path):
         return EMB.embed(texts)
 
     store = ChatStore(settings.chat_db_path)
-    indexer = Indexer(settings, ThreadProxy(store), embed=slow_embed)
+    indexer = IndexControl(settings, ThreadProxy(store), embed=slow_embed)
     record, vector = api_record("doc-api-mid", "midreindex walrus")
 
     async def run():
@@ -184,7 +184,7 @@ def test_an_add_and_an_ingest_during_the_job_reindex_survive_it(tmp_path, monkey
     settings = make_settings(tmp_path)
     make_lake(settings)
     fake = FakeRay(gate=threading.Event())
-    indexer = Indexer(settings, store=None)
+    indexer = IndexControl(settings, store=None)
     record, vector = api_record("doc-api-mid", "midreindex walrus")
     result: dict = {}
     job = threading.Thread(
@@ -219,7 +219,7 @@ def _source_reindex(how: str, settings: AppSettings, monkeypatch) -> dict | None
         run_job_reindex(settings, monkeypatch, FakeRay())
         return None
     store = ChatStore(settings.chat_db_path)
-    indexer = Indexer(settings, ThreadProxy(store), embed=EMB.embed)
+    indexer = IndexControl(settings, ThreadProxy(store), embed=EMB.embed)
 
     async def run():
         job = await indexer.submit(ORG, ["org_context"], True)
@@ -241,7 +241,7 @@ def test_a_source_reindex_replaces_only_the_sources_documents(tmp_path, monkeypa
     legacy = validate_rows("documents", [doc_row("kb-stale.md", "stalepage")])[0]
     lake.write(ORG, "documents", [[{**legacy, "origin": None}]], mode="upsert")
     record, vector = api_record("doc-api-1", "apiword giraffe")
-    asyncio.run(Indexer(settings, store=None).index_documents(ORG, [record], vector))
+    asyncio.run(IndexControl(settings, store=None).index_documents(ORG, [record], vector))
 
     job = _source_reindex(how, settings, monkeypatch)
     if job is not None:
@@ -274,7 +274,7 @@ def test_a_failed_source_reindex_leaves_data_and_index_as_they_were(tmp_path, mo
     settings = make_settings(tmp_path, source=kb)
     make_lake(settings, n_docs=2)
     record, vector = api_record("doc-api-1", "apiword giraffe")
-    asyncio.run(Indexer(settings, store=None).index_documents(ORG, [record], vector))
+    asyncio.run(IndexControl(settings, store=None).index_documents(ORG, [record], vector))
     before_docs, before_version = (
         lake_docs(settings),
         IndexStore(settings.index_dir).current(ORG, "org_context"),
@@ -312,9 +312,9 @@ KILLED_BUILD = """
 import os, sys, time
 from pathlib import Path
 import indexes.store as st
-from crow.datalake import DataLake
-from crow.indexer import load_source_records
-from crow.indexing import build_index
+from crow.data.lake import DataLake
+from crow.retrieval.index_control import load_source_records
+from crow.retrieval.index_build import build_index
 from crow.settings import AppSettings
 from indexes.store import IndexStore
 from models.testing_embed import HashEmbedder
@@ -391,9 +391,9 @@ def test_a_build_killed_mid_publish_leaves_the_old_version_serving(tmp_path, poi
     # The lock died with the process: an add goes through at once, then the next job succeeds.
     record, vector = api_record("doc-api-after", "afterkill okapi")
     started = time.monotonic()
-    asyncio.run(Indexer(settings, store=None).index_documents(ORG, [record], vector))
+    asyncio.run(IndexControl(settings, store=None).index_documents(ORG, [record], vector))
     assert time.monotonic() - started < 10
-    from crow.indexer import load_source_records
+    from crow.retrieval.index_control import load_source_records
 
     records, _ = load_source_records(settings, ORG) or (None, {})
     meta = build_index(

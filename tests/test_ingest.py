@@ -313,7 +313,7 @@ def test_a_parquet_upload_is_bounded_by_its_decoded_size(client, lake, settings,
 
 
 def test_a_batch_nobody_waits_for_is_not_written(lake):
-    from crow.ingest import IngestAbandoned, ingest
+    from crow.data.ingest import IngestAbandoned, ingest
 
     with pytest.raises(IngestAbandoned):
         ingest(lake, ORG_A, "products", as_jsonl(PRODUCTS), "jsonl", wanted=lambda: False)

@@ -21,9 +21,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crow.ingest import ingest, validate_rows
-from crow.records import COLLECTIONS
-from crow.upload import MAX_ROW_BYTES, IngestRejected, UnsupportedFormat, detect_format, parse_rows
+from crow.data.ingest import ingest, validate_rows
+from crow.data.records import COLLECTIONS
+from crow.data.upload import (
+    MAX_ROW_BYTES,
+    IngestRejected,
+    UnsupportedFormat,
+    detect_format,
+    parse_rows,
+)
 from tests.conftest import ORG_A
 
 MiB = 1024 * 1024

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from crow.agent.guidance import EXAMPLES
-from crow.agent.intent import IntentRouter, Route, refine, split_clauses
-from crow.agent.loop import Agent, AgentConfig
+from crow.chat.agent.guidance import EXAMPLES
+from crow.chat.agent.intent import IntentRouter, Route, refine, split_clauses
+from crow.chat.agent.loop import Agent, AgentConfig
 from crow.services import ThreadProxy
 from models.messages import AssistantTurn
 from models.testing import ScriptedChatModel

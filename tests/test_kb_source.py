@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from crow import kb_source
+from crow.data import knowledge_source as kb_source
 from crow.settings import AppSettings
 
 

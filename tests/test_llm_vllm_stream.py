@@ -13,8 +13,8 @@ import pytest
 from pydantic import BaseModel
 
 import deployments.llm_vllm as llm_vllm
-from crow.agent.context import ToolContext
-from crow.agent.loop import Agent, AgentConfig
+from crow.chat.agent.context import ToolContext
+from crow.chat.agent.loop import Agent, AgentConfig
 from crow.settings import AppSettings
 from deployments.llm_vllm import VLLMHandleChatModel, wire_payloads
 from models.chat import collect
@@ -241,7 +241,7 @@ def test_a_handle_that_never_answers_times_out_within_the_deadline(call: str) ->
 
 def test_the_agent_gives_each_vllm_call_the_deadline_of_timeouts_model_s() -> None:
     """timeouts.model_s -> AgentConfig -> ModelParams.timeout_s of every call of the loop
-    (crow/agent/loop.py _step); a silent replica costs two deadlines (the tool step, then the
+    (crow/chat/agent/loop.py _step); a silent replica costs two deadlines (the tool step, then the
     plain fallback call), not forever."""
     settings = AppSettings(llm={"backend": "vllm"}, timeouts={"model_s": 0.3})
     handle = SilentHandle()

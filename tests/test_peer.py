@@ -10,9 +10,9 @@ import pytest
 
 from benchmarks.agent_compare import compare, markdown_table, text_table
 from benchmarks.peer import PeerAgent, PeerConfig, serve_model
-from crow.agent.loop import Agent
-from crow.agent.prompts import system_prompt
-from crow.agent.tools import TOOLS
+from crow.chat.agent.loop import Agent
+from crow.chat.agent.prompts import system_prompt
+from crow.chat.agent.tools import TOOLS
 from jobs.eval import EvalEnv, evaluate_question
 from models.messages import AssistantTurn, InvalidToolCall, Message, ModelParams, ToolCall
 from models.testing import ScriptedChatModel

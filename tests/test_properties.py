@@ -1,11 +1,11 @@
 """Property-based tests (hypothesis) of the text the model and the callers send us, each
 example within a time bound; and odd inputs at the routes that must be 4xx, never 500.
 
-- time words (crow/timewords.py): any text resolves to a sane range or raises TimeWordError;
+- time words (crow/data/timewords.py): any text resolves to a sane range or raises TimeWordError;
 - tool calls written by the model (models/toolparse.py, what the local llama.cpp backend and
   the OpenAI-compatible one parse their text with): any text gives valid calls, checked
   against the tools' schemas, or clean invalid ones; never an exception;
-- footnotes (crow/agent/sources.py): with_footnotes is idempotent, never repeats the
+- footnotes (crow/chat/agent/sources.py): with_footnotes is idempotent, never repeats the
   footnotes the model copied, and strips what the former regexes stripped;
 - a failing tool's error text (tabs, quotes, newlines) reaches the model as valid JSON;
 - organization ids with a trailing newline are refused.
@@ -27,14 +27,14 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel
 
-from crow.agent.context import ToolContext
-from crow.agent.loop import Agent
-from crow.agent.runner import run_tool
-from crow.agent.sources import MAX_UNCITED, Source, select_sources, with_footnotes
-from crow.agent.tools import TOOLS, Tool, ToolOutput
-from crow.datalake import DataLake
+from crow.chat.agent.context import ToolContext
+from crow.chat.agent.loop import Agent
+from crow.chat.agent.runner import run_tool
+from crow.chat.agent.sources import MAX_UNCITED, Source, select_sources, with_footnotes
+from crow.chat.agent.tools import TOOLS, Tool, ToolOutput
+from crow.data.lake import DataLake
+from crow.data.timewords import TimeWordError, resolve_range
 from crow.ids import is_valid_org_id
-from crow.timewords import TimeWordError, resolve_range
 from models.messages import AssistantTurn, Message, ToolCall
 from models.testing import ScriptedChatModel
 from models.toolparse import ParsedCalls, parse_tool_calls, retry_message, written_arguments

@@ -11,8 +11,8 @@ from typing import NamedTuple
 import httpx
 import pytest
 
-from crow.datalake import DataLake
-from crow.indexing import INDEX_COLLECTIONS, build_index
+from crow.data.lake import DataLake
+from crow.retrieval.index_build import INDEX_COLLECTIONS, build_index
 from indexes.store import IndexStore
 from jobs.seed_demo import main as seed
 from tests.serve_support import api_keys, serve_config_app

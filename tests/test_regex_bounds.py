@@ -331,7 +331,7 @@ def _watch(
 def test_the_python_patterns_are_found():
     """The collection works: it sees module-level, class-level and inline patterns."""
     wheres = set(PY_PATTERNS)
-    assert "crow.timewords._SPAN" in wheres and "models.toolparse._TAG" in wheres
+    assert "crow.data.timewords._SPAN" in wheres and "models.toolparse._TAG" in wheres
     assert any(w.startswith("models/toolparse.py:") for w in wheres)  # re.sub in _tidy
     assert len(PY_PATTERNS) >= 30
 

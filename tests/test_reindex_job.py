@@ -7,7 +7,7 @@ import json
 import pytest
 
 from crow.config_source import app_args_env, settings_from_config_arg
-from crow.datalake import DataLake
+from crow.data.lake import DataLake
 from crow.settings import AppSettings
 from crow.store.chat_store import ChatStore
 from indexes.store import IndexStore
@@ -132,8 +132,8 @@ def test_a_killed_job_leaves_the_serving_version(tmp_path):
     import sys
     import time
 
-    from crow.indexing import build_index
-    from crow.search import SearchService
+    from crow.retrieval.index_build import build_index
+    from crow.retrieval.search import SearchService
     from models.testing_embed import HashEmbedder
 
     var = tmp_path / "var"
@@ -193,7 +193,7 @@ def _hash_pool(dim: int):
     """jobs.reindex.embed_with_ray without Ray: hash-embeds the Parquet rows at `dim`."""
     import pyarrow.parquet as pq
 
-    from crow.indexing import texts_for
+    from crow.retrieval.index_build import texts_for
     from models.testing_embed import HashEmbedder
 
     def embed(settings, parquet, collection, rows, on_rows):
@@ -216,7 +216,7 @@ def no_model_in_driver(monkeypatch):
 
 
 def _add_docs(settings: AppSettings, numbers: range) -> None:
-    from crow.ingest import validate_rows
+    from crow.data.ingest import validate_rows
 
     rows = [
         {

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from crow.datalake import DataLake
-from crow.indexer import Indexer
-from crow.indexing import texts_for
-from crow.ingest import validate_rows
-from crow.search import SearchService
+from crow.data.ingest import validate_rows
+from crow.data.lake import DataLake
+from crow.retrieval.index_build import texts_for
+from crow.retrieval.index_control import IndexControl
+from crow.retrieval.search import SearchService
 from crow.services import ThreadProxy
 from crow.settings import AppSettings
 from crow.store.chat_store import ChatStore
@@ -80,7 +80,9 @@ def top_hit(settings: AppSettings, query: str) -> str | None:
     return hits[0]["id"] if hits else None
 
 
-async def scheduled_job(indexer: Indexer, store: ChatStore, previous: str | None = None) -> dict:
+async def scheduled_job(
+    indexer: IndexControl, store: ChatStore, previous: str | None = None
+) -> dict:
     """The job the schedule starts next (after `previous`), once it has finished."""
     deadline = time.monotonic() + 60
     while (indexer.last_runs.get(ORG) or {}).get("job_id") in {None, previous}:
@@ -101,7 +103,7 @@ def test_a_new_commit_becomes_searchable_after_the_scheduled_run(tmp_path, repo)
     lake = DataLake(settings.data_dir)
     lake.register_org(ORG, "Acme Outdoor")
     store, clock = ChatStore(settings.chat_db_path), Clock()
-    indexer = Indexer(settings, ThreadProxy(store), embed=EMB.embed, clock=clock)
+    indexer = IndexControl(settings, ThreadProxy(store), embed=EMB.embed, clock=clock)
     record = validate_rows(
         "documents",
         [
@@ -158,7 +160,7 @@ def test_a_repository_that_fails_to_clone_leaves_the_serving_index(tmp_path, rep
     store, clock = ChatStore(good.chat_db_path), Clock()
 
     async def run(settings: AppSettings) -> dict:
-        indexer = Indexer(settings, ThreadProxy(store), embed=EMB.embed, clock=clock)
+        indexer = IndexControl(settings, ThreadProxy(store), embed=EMB.embed, clock=clock)
         since = clock()
         clock.advance(minutes=1)
         assert len(await indexer.run_due(clock(), since)) == 1
@@ -185,11 +187,11 @@ def test_a_due_org_whose_reindex_still_runs_is_skipped(tmp_path, repo, caplog):
     store, clock = ChatStore(settings.chat_db_path), Clock()
     running = store.create_job_run(ORG, "reindex", collections=["org_context"])
     store.update_job_run(ORG, running["id"], state="running")
-    indexer = Indexer(settings, ThreadProxy(store), embed=EMB.embed, clock=clock)
+    indexer = IndexControl(settings, ThreadProxy(store), embed=EMB.embed, clock=clock)
     since = clock()
     clock.advance(minutes=1)
     try:
-        with caplog.at_level(logging.INFO, logger="crow.indexer"):
+        with caplog.at_level(logging.INFO, logger="crow.retrieval.index_control"):
             started = asyncio.run(indexer.run_due(clock(), since))
         assert started == [] and indexer.last_runs == {}
         assert f"skipped: job {running['id']} is still running" in caplog.text

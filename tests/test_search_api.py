@@ -9,7 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from crow.api.app import create_app
-from crow.indexing import build_index
+from crow.retrieval.index_build import build_index
 from crow.store.chat_store import ChatStore
 from models.testing import ScriptedChatModel
 from tests.conftest import assert_error, key_headers

@@ -5,7 +5,7 @@ from datetime import date, timedelta
 import duckdb
 import pytest
 
-from crow.datalake import DataLake
+from crow.data.lake import DataLake
 from jobs.seed_demo import main
 
 END = "2026-11-29"

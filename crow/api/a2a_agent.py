@@ -38,7 +38,7 @@ from starlette.requests import Request
 
 from crow.api.a2a_tasks import ChatStoreTaskStore
 from crow.api.routes_chat import chat_error, new_session
-from crow.chat import AnswerInProgress, SessionNotFound
+from crow.chat.service import AnswerInProgress, SessionNotFound
 from crow.services import Services, need
 from models.errors import ModelError
 

@@ -28,10 +28,10 @@ from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
-from crow.agent.context import ToolContext
-from crow.agent.tools import TOOLS, TOOLS_BY_NAME
 from crow.api.deps import admit, org_for, principal_of
 from crow.api.errors import ApiError, error_response
+from crow.chat.agent.context import ToolContext
+from crow.chat.agent.tools import TOOLS, TOOLS_BY_NAME
 from crow.services import Services, need
 
 MCP_PATH = "/mcp"

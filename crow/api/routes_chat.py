@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from crow.api.deps import ChatOrg, OrgDep, ServicesDep, require_path_org
 from crow.api.errors import ApiError, error_body
-from crow.chat import AnswerInProgress, SessionNotFound
+from crow.chat.service import AnswerInProgress, SessionNotFound
 from crow.services import Services, need
 from crow.store.chat_store import SessionKind
 from models.errors import ModelError, ModelTimeout, PromptTooLong

@@ -13,8 +13,8 @@ from pydantic import BaseModel
 
 from crow.api.deps import EditorOrg, ServicesDep
 from crow.api.errors import ApiError
-from crow.ingest import IngestAbandoned, ingest
-from crow.upload import IngestRejected, UnsupportedFormat, detect_format
+from crow.data.ingest import IngestAbandoned, ingest
+from crow.data.upload import IngestRejected, UnsupportedFormat, detect_format
 
 router = APIRouter(prefix="/api/v1/ingest", tags=["ingest"])
 CollectionName = Literal["products", "interactions", "patterns", "documents"]

@@ -11,10 +11,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from crow.api.deps import EditorOrg, OrgDep, SearchOrg, ServicesDep
 from crow.api.errors import ApiError
 from crow.api.routes_search import embed, run_search
-from crow.indexing import texts_for
-from crow.ingest import validate_rows
+from crow.data.ingest import validate_rows
+from crow.data.upload import IngestRejected
+from crow.retrieval.index_build import texts_for
 from crow.services import need
-from crow.upload import IngestRejected
 
 router = APIRouter(prefix="/api/v1/qna", tags=["knowledge base"])
 

@@ -10,14 +10,14 @@ from fastapi import APIRouter, Depends, Query
 
 from crow.api.deps import OrgDep, ServicesDep, require_path_org, search_allowed
 from crow.api.errors import ApiError
-from crow.records import PatternType
+from crow.data.records import PatternType
+from crow.data.timewords import TimeWordError, resolve_range
 from crow.services import Services, need
-from crow.timewords import TimeWordError, resolve_range
 from indexes.filters import SearchFilter
 from indexes.store import IndexNotFoundError
 
 if TYPE_CHECKING:
-    from crow.search import SortOrder
+    from crow.retrieval.search import SortOrder
 
 router = APIRouter(tags=["search"], dependencies=[Depends(search_allowed)])
 PathOrg = Annotated[str, Depends(require_path_org)]

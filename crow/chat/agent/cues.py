@@ -1,6 +1,6 @@
 """The cue-word vocabulary: small talk, count questions, product queries without a topic.
 
-Read by the intent router's refinement (crow.agent.intent), whose reading reaches the model
+Read by the intent router's refinement (crow.chat.agent.intent), whose reading reaches the model
 as a hint, by the products tool (a query that names no topic ranks the whole catalog) and by
 the scripted test models; nothing here decides which tool is called.
 """

@@ -1,4 +1,4 @@
-"""Ingestion: validate every row of an upload (crow.upload reads it), write atomically.
+"""Ingestion: validate every row of an upload (crow.data.upload reads it), write atomically.
 
 A batch with any bad row is rejected whole: nothing is written, and the caller gets the
 row number (1-based, counting data rows), the field and the reason of each error.
@@ -11,9 +11,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from crow.datalake import DataLake, IdsAlreadyExist, WriteMode
-from crow.records import get_collection
-from crow.upload import Format, IngestRejected, RowError, parse_rows
+from crow.data.lake import DataLake, IdsAlreadyExist, WriteMode
+from crow.data.records import get_collection
+from crow.data.upload import Format, IngestRejected, RowError, parse_rows
 
 _WRITE_BATCH = 100_000
 

@@ -2,7 +2,7 @@
 
 Two aids: worked examples of questions and the tool calls that answer them, appended to the
 system prompt (fixed text, so a prompt cache keeps covering it), and a one-line routing hint
-from the intent router (crow.agent.intent) after the question. The model still chooses
+from the intent router (crow.chat.agent.intent) after the question. The model still chooses
 every call and may ignore both. The examples are written for this module; none comes from an
 evaluation file.
 """
@@ -16,8 +16,8 @@ from functools import partial
 
 import numpy as np
 
-from crow.agent.context import ToolContext
-from crow.agent.intent import IntentRouter
+from crow.chat.agent.context import ToolContext
+from crow.chat.agent.intent import IntentRouter
 from models.messages import Message
 
 log = logging.getLogger(__name__)

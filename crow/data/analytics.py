@@ -12,8 +12,8 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from crow.datalake import DataLake
-from crow.records import CHANNELS
+from crow.data.lake import DataLake
+from crow.data.records import CHANNELS
 
 
 def _iso(value: datetime | None) -> str | None:

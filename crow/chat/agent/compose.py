@@ -1,6 +1,6 @@
 """Answers written from tool results, for when the model's own text cannot be used.
 
-The last resort of crow.agent.loop: when an answer fails a check (crow.agent.checks) twice,
+The last resort of crow.chat.agent.loop: when an answer fails a check (crow.chat.agent.checks) twice,
 the answer is composed from the results themselves, exact and as readable as a template can
 be, and says so (``fallback: "composed"``).
 """

@@ -3,7 +3,7 @@
 Each check must stay silent on a good answer in any style (headings, bold labels, bullet
 lists, percentages, rounded numbers); it speaks only when the answer is tool data instead
 of prose, states a count that no summary returned, or puts forward a name no tool returned.
-A problem goes back to the model as one short correction (crow.agent.loop).
+A problem goes back to the model as one short correction (crow.chat.agent.loop).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import json
 import re
 from typing import Any
 
-from crow.agent.compose import ECHO_STOPS
+from crow.chat.agent.compose import ECHO_STOPS
 
 Outputs = list[tuple[str, dict[str, Any]]]
 

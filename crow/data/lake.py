@@ -36,8 +36,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from crow.data.records import COLLECTIONS, get_collection
 from crow.ids import is_valid_org_id
-from crow.records import COLLECTIONS, get_collection
 
 WriteMode = Literal["append", "upsert", "replace"]
 _Batches = Iterable[list[dict[str, Any]]]  # records, already validated, a batch at a time

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import time
 
-from crow.agent.context import ToolContext
-from crow.agent.loop import AgentAnswer
-from crow.agent.sources import select_sources, with_footnotes
-from crow.agent.tools import OrgContextArgs, search_org_context
+from crow.chat.agent.context import ToolContext
+from crow.chat.agent.loop import AgentAnswer
+from crow.chat.agent.sources import select_sources, with_footnotes
+from crow.chat.agent.tools import OrgContextArgs, search_org_context
 from models.chat import ChatModel
 from models.messages import Message, ModelParams
 

@@ -13,18 +13,18 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from crow.agent.context import ToolContext
-from crow.agent.cues import names_no_topic
-from crow.agent.sources import Source
-from crow.records import PatternType
-from crow.timewords import resolve_range
+from crow.chat.agent.context import ToolContext
+from crow.chat.agent.cues import names_no_topic
+from crow.chat.agent.sources import Source
+from crow.data.records import PatternType
+from crow.data.timewords import resolve_range
 from indexes.filters import SearchFilter
 from models.messages import ToolSpec
 
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from crow.search import SortOrder
+    from crow.retrieval.search import SortOrder
 
 # "all" is a value a small model can write where it would otherwise invent a channel.
 Channel = Annotated[

@@ -13,12 +13,12 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from crow.agent.context import ToolContext
-from crow.agent.loop import Agent, AgentAnswer
-from crow.agent.prompts import system_prompt
+from crow.chat.agent.context import ToolContext
+from crow.chat.agent.loop import Agent, AgentAnswer
+from crow.chat.agent.prompts import system_prompt
+from crow.chat.qna import answer_from_kb
 from crow.facades import AnalyticsFacade, EmbedderFacade, RetrieverFacade, StoreFacade
 from crow.metrics import Metrics, NoMetrics
-from crow.qna import answer_from_kb
 from crow.store.chat_store import SessionKind
 from models.messages import Message, ModelParams
 

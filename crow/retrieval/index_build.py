@@ -10,7 +10,7 @@ Concurrent writers of one (org, collection) never lose each other's rows:
 
 * :func:`add_to_index` (``/qna/index``, incremental reindexes) reads the current version,
   adds, writes and publishes while holding ``IndexStore.lock`` for that collection; the
-  Indexer also holds it across the Parquet upsert, so data and index change in one order.
+  IndexControl also holds it across the Parquet upsert, so data and index change in one order.
 * A full build embeds a snapshot of the data without the lock (minutes), then catches up:
   rows written since (new ids, or rows whose embedded text changed) are embedded and rows
   deleted since dropped, once without the lock and once more under it, and the version is
@@ -42,8 +42,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from crow.datalake import DataLake
-from crow.records import get_collection
+from crow.data.lake import DataLake
+from crow.data.records import get_collection
 from indexes.store import IndexMeta, IndexNotFoundError, IndexStore, fault_point
 from indexes.vector_index import IndexParams, VectorIndex
 
@@ -149,7 +149,7 @@ def merge_source(current: pa.Table, source: pa.Table) -> pa.Table:
 
 
 def source_table(records: list[dict[str, Any]]) -> pa.Table:
-    """Validated documents records (crow.ingest.validate_rows) as a documents table."""
+    """Validated documents records (crow.data.ingest.validate_rows) as a documents table."""
     schema = get_collection("documents").schema_
     return pa.Table.from_pylist(records, schema=schema)
 

@@ -17,9 +17,9 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from crow.analytics import Analytics
-from crow.datalake import DataLake
-from crow.indexing import DATASET_OF
+from crow.data.analytics import Analytics
+from crow.data.lake import DataLake
+from crow.retrieval.index_build import DATASET_OF
 from indexes.filters import SearchFilter, allowed_positions, ids_table
 from indexes.store import IndexNotFoundError, IndexStore
 from indexes.vector_index import IndexParams, VectorIndex

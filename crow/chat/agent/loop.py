@@ -3,8 +3,8 @@
 The model decides: each step it sees the system prompt, the conversation and the five tools
 and calls tools (run in parallel) or answers. At most ``max_iterations`` steps; past that, or
 when a step fails or only repeats calls, one plain call answers from what was gathered.
-Small models get help they read (``hints``, crow.agent.guidance), never decisions. A checked
-answer (crow.agent.checks) that fails gets one correction; failing again, the answer is
+Small models get help they read (``hints``, crow.chat.agent.guidance), never decisions. A checked
+answer (crow.chat.agent.checks) that fails gets one correction; failing again, the answer is
 composed from the results and says so (``fallback: "composed"``). Text streams as
 ``text_delta`` events; ``text_replaced`` carries a final text that differs from what was
 shown; the footnotes come last.
@@ -22,14 +22,14 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from crow.agent.checks import answer_problem, correction
-from crow.agent.compose import ECHO_STOPS, compose
-from crow.agent.context import ToolContext
-from crow.agent.events import Emit, events_of
-from crow.agent.guidance import Guidance, question_of
-from crow.agent.runner import fresh_calls, run_tool
-from crow.agent.sources import Source, select_sources, with_footnotes
-from crow.agent.tools import TOOLS, Tool
+from crow.chat.agent.checks import answer_problem, correction
+from crow.chat.agent.compose import ECHO_STOPS, compose
+from crow.chat.agent.context import ToolContext
+from crow.chat.agent.events import Emit, events_of
+from crow.chat.agent.guidance import Guidance, question_of
+from crow.chat.agent.runner import fresh_calls, run_tool
+from crow.chat.agent.sources import Source, select_sources, with_footnotes
+from crow.chat.agent.tools import TOOLS, Tool
 from models.chat import ChatModel
 from models.errors import ModelError
 from models.messages import AssistantTurn, Message, ModelParams, TextDelta, ToolCall, TurnDone

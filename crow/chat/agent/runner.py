@@ -9,9 +9,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from crow.agent.context import ToolContext
-from crow.agent.sources import Source
-from crow.agent.tools import Tool
+from crow.chat.agent.context import ToolContext
+from crow.chat.agent.sources import Source
+from crow.chat.agent.tools import Tool
 from models.messages import ToolCall
 
 

@@ -1,13 +1,13 @@
 """Index control: one document indexed at once, reindex jobs, and their cron schedule.
 
-``Indexer`` runs reindexes in a background thread of this process (tests, a single process);
+``IndexControl`` runs reindexes in a background thread of this process (tests, a single process);
 the Serve graph's ReindexControl deployment subclasses it to submit Ray Jobs instead. Either
 way the job-run record in the chat store tracks state and rows done / total, and its
 ``detail`` says what was indexed (for a knowledge source: the commit) or why it failed.
 
 A full org_context reindex of an organization with a configured knowledge source first reads
-the source (crow.kb_source) and replaces the source's documents only (crow.indexing). The
-schedule: :meth:`Indexer.run_schedule` submits a full reindex of every organization whose
+the source (crow.data.knowledge_source) and replaces the source's documents only (crow.retrieval.index_build). The
+schedule: :meth:`IndexControl.run_schedule` submits a full reindex of every organization whose
 cron fired since the last tick, by an injectable clock, and skips (logs) an organization
 whose reindex is still running.
 """
@@ -22,11 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from crow import kb_source
-from crow.datalake import DataLake
+from crow.data import knowledge_source
+from crow.data.lake import DataLake
 from crow.facades import StoreFacade
 from crow.ids import new_id
-from crow.indexing import INDEX_COLLECTIONS, add_to_index, build_index
+from crow.retrieval.index_build import INDEX_COLLECTIONS, add_to_index, build_index
 from crow.settings import AppSettings
 from indexes.store import IndexStore
 
@@ -43,15 +43,15 @@ def load_source_records(
     settings: AppSettings, org_id: str
 ) -> tuple[list[dict[str, Any]], dict[str, Any]] | None:
     """The org's knowledge-source documents as validated records, and what to record about
-    them; None when the org has no source. Raises kb_source.SourceError (or IngestRejected)
+    them; None when the org has no source. Raises knowledge_source.SourceError (or IngestRejected)
     with the reason when the source cannot be read."""
-    from crow.ingest import validate_rows
+    from crow.data.ingest import validate_rows
 
     org = settings.orgs.get(org_id)
     ks = org.knowledge_source if org else None
     if ks is None:
         return None
-    loaded = kb_source.load(ks.kind, ks.location, ref=ks.ref)
+    loaded = knowledge_source.load(ks.kind, ks.location, ref=ks.ref)
     records = validate_rows("documents", loaded.documents)
     return records, {
         "source_kind": ks.kind,
@@ -71,7 +71,7 @@ def describe_source(info: dict[str, Any]) -> str:
     )
 
 
-class Indexer:
+class IndexControl:
     log = log  # where schedule decisions are logged (the Serve deployment: its replica log)
 
     def __init__(

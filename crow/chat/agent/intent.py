@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from crow.agent.cues import is_count_question
-from crow.agent.intent_examples import EXAMPLES, INTENT_TOOLS
+from crow.chat.agent.cues import is_count_question
+from crow.chat.agent.intent_examples import EXAMPLES, INTENT_TOOLS
 
 Embed = Callable[[list[str]], Awaitable[np.ndarray]]
 

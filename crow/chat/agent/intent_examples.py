@@ -6,7 +6,7 @@ itself: no data), ``count`` (how many interactions: the summary tool), ``product
 ``interactions`` (individual web / in-store camera / social events), ``patterns``
 (detected behavioral patterns and trends) and ``org`` (the company's own knowledge base:
 profile, policies, market, stores, brand, assortment overview). Requests that need two
-are routed clause by clause and by cue words (``crow.agent.intent``), not by examples.
+are routed clause by clause and by cue words (``crow.chat.agent.intent``), not by examples.
 """
 
 from __future__ import annotations
