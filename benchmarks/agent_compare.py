@@ -29,8 +29,8 @@ from typing import Any
 from tqdm import tqdm
 
 from benchmarks.peer import PeerAgent, PeerAnswer, PeerConfig, framework_version, serve_model
+from crow.app import LocalApp
 from crow.chat.agent.context import ToolContext
-from crow.settings import AppSettings
 from jobs.eval import (
     ANSWER_TIMEOUT_S,
     configured,
@@ -54,18 +54,16 @@ AIDS_OFF = {"guidance": "none"}
 async def compare(
     model: ChatModel,
     questions: list[dict[str, Any]],
-    settings: AppSettings,
+    app: LocalApp,
     org_id: str,
     *,
-    embedder: Any,
     progress: bool = True,
     eval_file: str | None = None,
     baseline: bool = False,
     answer_timeout_s: float = ANSWER_TIMEOUT_S,
 ) -> dict[str, Any]:
-    envs = prepare_all(
-        settings, questions, org_id, embedder=embedder, answer_timeout_s=answer_timeout_s
-    )
+    settings = app.settings
+    envs = prepare_all(app, questions, org_id, answer_timeout_s=answer_timeout_s)
     crow = crow_agent(model, settings)
     agents = (*AGENTS, "baseline") if baseline else AGENTS
     runners = {"askcrow": crow.run}
@@ -179,17 +177,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     settings, questions = configured(args, parser)
-    model, embedder = real_models(settings)
+    model, app = real_models(settings)
     if not args.peer:
-        write_results(args.out, *evaluate_ask_crow(args, settings, questions, model, embedder))
+        write_results(args.out, *evaluate_ask_crow(args, questions, model, app))
         return 0
     result = asyncio.run(
         compare(
             model,
             questions,
-            settings,
+            app,
             args.org,
-            embedder=embedder,
             eval_file=str(args.eval_file),
             baseline=args.baseline,
             answer_timeout_s=args.answer_timeout,

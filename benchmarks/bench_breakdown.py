@@ -15,14 +15,14 @@ import statistics
 import time
 from typing import Any
 
-from benchmarks.inprocess import InProcessApp
 from benchmarks.questions import QUESTION_TYPES, QUESTIONS
 from benchmarks.timeline import ALL_PARTS, TimedModel, TimedProxy, Timeline, timed_tools
+from crow.app import LocalApp
 from crow.chat.agent.tools import TOOLS
 
 
 def bench_breakdown(
-    app: InProcessApp,
+    app: LocalApp,
     model: Any,
     org_id: str,
     *,

@@ -14,10 +14,19 @@ from typing import Any
 
 import numpy as np
 
+from crow.settings import AppSettings, serve_config_args
+
 ROOT = Path(__file__).resolve().parent.parent
 ORG = "acme-outdoor"
 SEED_END = "2026-11-29"
 T0 = time.perf_counter()
+
+
+def bench_settings(config: Path, var: Path, chat_db: Path) -> AppSettings:
+    """serve_config.yaml's app settings over the data and indexes under ``var``, with a
+    chat database of the benchmark's own (never the running app's)."""
+    args = serve_config_args(config) if config.is_file() else {}
+    return AppSettings.from_args({**args, "var_dir": str(var), "chat_db": str(chat_db)})
 
 
 def log(msg: str) -> None:

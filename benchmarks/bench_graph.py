@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.bench_common import pct
-from benchmarks.inprocess import InProcessApp
 from benchmarks.questions import QUESTION_TYPES, all_questions
 from benchmarks.scripted_model import LATENCY_FILE_ENV, bench_model, set_latency_ms
+from crow.app import LocalApp
 
 FACTORY = "benchmarks.scripted_model:bench_model"
 MESSAGES = "/api/v1/chat/sessions"
@@ -46,7 +46,7 @@ QUOTAS = {
 
 
 def bench_graph(
-    direct: InProcessApp,
+    direct: LocalApp,
     work: Path,
     org_id: str,
     *,
@@ -145,7 +145,7 @@ async def _ask(http, session_id: str, question: str) -> None:
 # -- (a) overhead ---------------------------------------------------------------------------
 async def _overhead(
     chat,
-    direct: InProcessApp,
+    direct: LocalApp,
     url: str,
     headers: dict[str, str],
     org_id: str,

@@ -96,9 +96,8 @@ def run_peer(run: Run) -> dict[str, Any]:
                         compare(
                             run.model(),
                             [question],
-                            run.settings,
+                            run.local(),
                             ORG,
-                            embedder=run.indexed_embedder(),
                             progress=False,
                         )
                     )

@@ -40,10 +40,15 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from benchmarks.bench_common import ORG, ROOT, log, machine_info
+from benchmarks.bench_common import ORG, ROOT, bench_settings, log, machine_info
 from benchmarks.parts import RUNNERS
+
+if TYPE_CHECKING:
+    from crow.app import LocalApp
+    from models.chat import ChatModel
+    from models.embedder import Embedder
 
 PARTS = ("llm", "breakdown", "peer", "graph", "search", "reindex")
 EVAL_FILE = ROOT.parent / "shared" / "evals" / "queries.jsonl"
@@ -86,8 +91,6 @@ class Run:
     results, written to results.json after every part."""
 
     def __init__(self, args: argparse.Namespace) -> None:
-        from benchmarks.inprocess import bench_settings
-
         self.args = args
         self.sizes = QUICK if args.quick else Sizes()
         if (asked := getattr(args, "peer_questions", None)) is not None:
@@ -103,60 +106,74 @@ class Run:
             "machine": machine_info(),
             "parts": {},
         }
-        self._embedder: Any = None
-        self._model: Any = None
-        self._indexed = False
+        self._embedder: Embedder | None = None
+        self._model: ChatModel | None = None
+        self._local: LocalApp | None = None
 
     # -- shared components ------------------------------------------------------------------
-    def embedder(self) -> Any:
+    def embedder(self) -> Embedder:
         if self._embedder is None:
-            from benchmarks.inprocess import load_embedder
+            from crow.app import load_embedder
 
             started = time.perf_counter()
             self._embedder = load_embedder(self.settings)
             self.results["machine"]["embedder_load_s"] = round(time.perf_counter() - started, 1)
         return self._embedder
 
-    def indexed_embedder(self) -> Any:
-        """The embedder, once the demo org's indexes exist (built here when missing)."""
-        embedder = self.embedder()
-        if not self._indexed:
-            from benchmarks.inprocess import ensure_indexes
+    def local(self) -> LocalApp:
+        """The app in this process (no chat DB), once the demo org's indexes exist (built
+        here when missing)."""
+        if self._local is None:
+            from tqdm import tqdm
 
+            from crow.app import open_local_app
+
+            app = open_local_app(self.settings, self.embedder())
             started = time.perf_counter()
-            built = ensure_indexes(self.settings, ORG, embedder, progress=True)
+            bars: dict[str, Any] = {}
+
+            def step(collection: str, done: int, total: int) -> None:
+                bar = bars.setdefault(collection, tqdm(desc=f"index {ORG}/{collection}"))
+                bar.total = total
+                bar.update(done - bar.n)
+
+            built = app.build_missing_indexes(ORG, progress=step)
+            for bar in bars.values():
+                bar.close()
             self.results["indexes_built"] = {
                 "collections": built,
                 "wall_s": round(time.perf_counter() - started, 1),
             }
-            self._indexed = True
-        return embedder
+            self._local = app
+        return self._local
 
-    def model(self) -> Any:
+    def model(self) -> ChatModel:
         """The configured model (serve_config.yaml: the real local model), loaded once."""
         if self._model is None:
-            from deployments.llm import make_chat_model
+            from crow.app import chat_model
 
             log(f"loading the model ({self.settings.llm.backend}: {self.settings.llm.model})")
             started = time.perf_counter()
-            self._model = make_chat_model(self.settings.llm, self.settings)
+            self._model = chat_model(self.settings)
             self.results["machine"]["model_load_s"] = round(time.perf_counter() - started, 1)
         return self._model
 
     def release_model(self) -> None:
         if self._model is not None:
             with contextlib.suppress(Exception):
-                self._model.close()
+                getattr(self._model, "close", lambda: None)()
             self._model = None
             gc.collect()
 
-    def app(self, name: str):
-        from benchmarks.inprocess import InProcessApp, bench_settings
+    def app(self, name: str) -> LocalApp:
+        """The app in this process with a fresh chat DB of its own, ``<name>.duckdb``."""
+        from crow.app import open_local_app
 
         settings = bench_settings(
             self.args.config, self.args.var, self.args.work_dir / f"{name}.duckdb"
         )
-        return InProcessApp.open(settings, self.indexed_embedder())
+        embedder = self.local().embedder
+        return open_local_app(settings, embedder, chat_store=True, fresh_chat_db=True)
 
     def left_s(self) -> float | None:
         """Seconds left of --budget-minutes, less a minute for the report; None: no budget."""

@@ -1,4 +1,5 @@
-"""What the HTTP layer needs, injected once: in-process objects in tests, handles under Serve."""
+"""The services the request path awaits, in one bag (crow.app builds it): in one process
+ThreadProxy facades over the components, under Serve DeploymentHandle facades."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from crow.chat.agent.context import ToolContext
 from crow.data.lake import DataLake
 from crow.facades import (
     AnalyticsFacade,
@@ -62,3 +64,12 @@ class Services:
     indexer: IndexerFacade | None = None
     chat: ChatFacade | None = None
     metrics: Metrics = field(default_factory=NoMetrics)
+
+    def tool_context(self, org_id: str) -> ToolContext:
+        """A fresh per-request context for the tools: the org and what they reach."""
+        return ToolContext(
+            org_id,
+            need(self.embedder, "embedder"),
+            need(self.retriever, "retriever"),
+            need(self.analytics, "analytics"),
+        )

@@ -7,54 +7,16 @@ The GPU profile puts Ray Serve LLM's vLLM server in its place (deployments/llm_v
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import AsyncIterator, Sequence
 
 from ray import serve
 
-from crow.settings import AppSettings, LLMSettings, read_secret
+from crow.app import chat_model
+from crow.settings import AppSettings
 from deployments.metrics import RayMetrics
 from models.cache import ResponseCache
-from models.chat import ChatModel, stream_turn
+from models.chat import stream_turn
 from models.messages import AssistantTurn, Message, ModelParams, StreamEvent, ToolSpec
-
-
-def make_chat_model(llm: LLMSettings, settings: AppSettings) -> ChatModel:
-    """The backend named in the config, chosen once here."""
-    if llm.backend == "local":
-        from models.local import LocalChatModel, LocalModelConfig
-
-        model = LocalChatModel(
-            LocalModelConfig(
-                cache_dir=settings.model_cache_dir,
-                model=llm.model,
-                threads=llm.threads,
-                batch_threads=llm.batch_threads,
-                slots=llm.slots,
-                max_prompt_tokens=llm.max_prompt_tokens,
-                max_tokens=llm.max_tokens,
-                batch_tokens=llm.batch_tokens,
-                max_waiting=llm.max_waiting,
-            )
-        )
-        model.load()
-        return model
-    if llm.backend == "openai":
-        from models.openai_backend import OpenAIChatModel
-
-        if not llm.base_url:
-            raise ValueError("llm.backend 'openai' needs llm.base_url")
-        api_key = read_secret(llm.api_key_env, llm.api_key_file) or ""
-        return OpenAIChatModel(base_url=llm.base_url, api_key=api_key, model=llm.model)
-    if llm.backend == "custom":
-        if not llm.factory or ":" not in llm.factory:
-            raise ValueError("llm.backend 'custom' needs llm.factory = 'module:callable'")
-        module, name = llm.factory.split(":", 1)
-        custom: ChatModel = getattr(importlib.import_module(module), name)()  # the config's word
-        return custom
-    raise ValueError(
-        "llm.backend 'vllm' is served by Ray Serve LLM; see cluster/serve_config.gpu.yaml"
-    )
 
 
 @serve.deployment(name="LLM", max_ongoing_requests=16, ray_actor_options={"num_cpus": 0})
@@ -62,7 +24,7 @@ class LLMDeployment:
     def __init__(self, settings: AppSettings) -> None:
         s = settings
         self.name = s.llm.model
-        self.model = make_chat_model(s.llm, s)
+        self.model = chat_model(s)  # the backend llm.backend names
         self.cache = ResponseCache(s.llm.cache_entries)
         self.metrics = RayMetrics()
 

@@ -7,9 +7,9 @@ from typing import Any
 from ray import serve
 from ray.serve.handle import DeploymentHandle
 
-from crow.chat.agent.loop import Agent, AgentConfig
-from crow.chat.service import ChatService, ChatServices
+from crow.chat.service import ChatService
 from crow.data.lake import DataLake
+from crow.services import Services
 from crow.settings import AppSettings
 from deployments.handles import HandleProxy
 from deployments.llm_vllm import chat_model_for
@@ -28,18 +28,15 @@ class OrchestratorDeployment(ChatService):
         retriever: DeploymentHandle[Any],
         analytics: DeploymentHandle[Any],
     ) -> None:
-        s = settings
-        services = ChatServices(
+        services = Services(
+            settings=settings,
+            lake=DataLake(settings.data_dir),
             store=HandleProxy(chat_store),
             embedder=HandleProxy(embedder),
             retriever=HandleProxy(retriever),
             analytics=HandleProxy(analytics),
-            org_names={o["id"]: o["name"] for o in DataLake(s.data_dir).list_orgs()},
         )
-        agent = Agent(chat_model_for(llm, s), AgentConfig.from_settings(s))
-        super().__init__(
-            services, agent, history_messages=s.limits.history_messages, metrics=RayMetrics()
-        )
+        super().__init__(services, chat_model_for(llm, settings), metrics=RayMetrics())
 
     def check_health(self) -> None:
         return None

@@ -8,24 +8,16 @@ from typing import Any
 import numpy as np
 from ray import serve
 
-from crow.data.lake import DataLake
-from crow.retrieval.search import SearchService, SortOrder
+from crow.app import open_search
+from crow.retrieval.search import SortOrder
 from crow.settings import AppSettings
 from indexes.filters import SearchFilter
-from indexes.store import IndexStore
-from indexes.vector_index import IndexParams
 
 
 @serve.deployment(name="Retriever", max_ongoing_requests=64, ray_actor_options={"num_cpus": 0})
 class RetrieverDeployment:
     def __init__(self, settings: AppSettings) -> None:
-        s = settings
-        s.index_dir.mkdir(parents=True, exist_ok=True)
-        self.service = SearchService(
-            DataLake(s.data_dir),
-            IndexStore(s.index_dir),
-            params=IndexParams(exact_threshold=s.search.exact_threshold, nprobe=s.search.nprobe),
-        )
+        self.service = open_search(settings)
 
     async def search(
         self,

@@ -32,18 +32,13 @@ from typing import Any
 
 from tqdm import tqdm
 
+from crow.app import LocalApp, chat_model, open_local_app
 from crow.chat.agent.context import ToolContext
 from crow.chat.agent.loop import Agent, AgentConfig
 from crow.chat.agent.prompts import system_prompt
 from crow.chat.agent.tools import TOOLS_BY_NAME
 from crow.config_source import CONFIG_HELP, ConfigError, settings_from_config_arg
-from crow.data.analytics import Analytics
-from crow.data.lake import DataLake
-from crow.retrieval.index_build import INDEX_COLLECTIONS, build_index
-from crow.retrieval.search import SearchService
-from crow.services import ThreadProxy
 from crow.settings import AppSettings
-from indexes.store import IndexStore
 from jobs import truth as truths
 from jobs.grading import grade, load_questions, numbers_in, summarize, summary_table
 from models.chat import ChatModel
@@ -69,50 +64,20 @@ class Unanswered:
 
 
 @dataclass(frozen=True)
-class EvalEnv:
-    """One org's data and tool services, in this process: what every agent under test uses."""
+class EvalOrg:
+    """One org of the app in this process: what every agent under test answers over."""
 
+    app: LocalApp
     org_id: str
-    org_name: str
-    embedder: Any
-    search: SearchService
-    analytics: Analytics
     answer_timeout_s: float = ANSWER_TIMEOUT_S
+
+    @property
+    def org_name(self) -> str:
+        return self.app.org_name(self.org_id)
 
     def context(self) -> ToolContext:
         """A fresh per-question tool context, as the chat service builds one per request."""
-        return ToolContext(
-            self.org_id,
-            ThreadProxy(self.embedder),
-            ThreadProxy(self.search),
-            ThreadProxy(self.analytics),
-        )
-
-
-def prepare(
-    settings: AppSettings,
-    org_id: str,
-    *,
-    embedder: Any,
-    answer_timeout_s: float = ANSWER_TIMEOUT_S,
-) -> EvalEnv:
-    """The org's services, its missing indexes built first (in this process)."""
-    lake = DataLake(settings.data_dir)
-    index_store = IndexStore(settings.index_dir)
-    for collection in INDEX_COLLECTIONS:
-        if index_store.current(org_id, collection) is None:
-            build_index(
-                lake, index_store, embedder.embed, org_id, collection, model=settings.embedder.model
-            )
-    org_name = next((o["name"] for o in lake.list_orgs() if o["id"] == org_id), org_id)
-    return EvalEnv(
-        org_id,
-        org_name,
-        embedder,
-        SearchService(lake, index_store),
-        Analytics(lake),
-        answer_timeout_s,
-    )
+        return self.app.tool_context(self.org_id)
 
 
 def crow_agent(model: ChatModel, settings: AppSettings) -> Agent:
@@ -126,7 +91,7 @@ Answerer = Callable[[list[Message], ToolContext], Awaitable[Any]]
 
 
 async def evaluate_question(
-    answerer: Answerer, question: dict[str, Any], env: EvalEnv
+    answerer: Answerer, question: dict[str, Any], env: EvalOrg
 ) -> dict[str, Any]:
     """Ask one question the way the app does (after its history, if any), time the answer
     and grade it."""
@@ -139,10 +104,10 @@ async def evaluate_question(
     started = time.perf_counter()
     answer = await _ask(answerer, messages, env, ctx)
     answer.timings["total_s"] = round(time.perf_counter() - started, 3)
-    summary = env.analytics.interaction_summary(env.org_id)
+    summary = env.app.analytics.interaction_summary(env.org_id)
     rows = None
     if (truth := question.get("truth")) is not None:
-        rows = truths.expected(truth, env.analytics.lake, env.org_id)
+        rows = truths.expected(truth, env.app.lake, env.org_id)
     row = grade(question, answer, summary["total"], rows)
     if row["grounded"] is False and row["error"] is None:
         # a channel's count is grounded too, and so is what the summary tool returned for the
@@ -153,7 +118,7 @@ async def evaluate_question(
 
 
 async def _ask(
-    answerer: Answerer, messages: list[Message], env: EvalEnv, ctx: ToolContext | None = None
+    answerer: Answerer, messages: list[Message], env: EvalOrg, ctx: ToolContext | None = None
 ) -> Any:
     """The agent's answer, or what a user would get after the time limit: nothing."""
     try:
@@ -164,19 +129,17 @@ async def _ask(
 
 
 def prepare_all(
-    settings: AppSettings,
+    app: LocalApp,
     questions: list[dict[str, Any]],
     default_org: str,
     *,
-    embedder: Any,
     answer_timeout_s: float = ANSWER_TIMEOUT_S,
-) -> dict[str, EvalEnv]:
-    """An environment for every organization the questions ask about."""
+) -> dict[str, EvalOrg]:
+    """Every organization the questions ask about, its missing indexes built first."""
     orgs = dict.fromkeys(q.get("org", default_org) for q in questions)
-    return {
-        org: prepare(settings, org, embedder=embedder, answer_timeout_s=answer_timeout_s)
-        for org in orgs
-    }
+    for org in orgs:
+        app.build_missing_indexes(org)
+    return {org: EvalOrg(app, org, answer_timeout_s) for org in orgs}
 
 
 async def _summary_figures(answer: Any, ctx: ToolContext) -> set[int]:
@@ -206,17 +169,14 @@ def progress_line(n: int, total: int, row: dict[str, Any], label: str = "") -> s
 async def evaluate(
     model: ChatModel,
     questions: list[dict[str, Any]],
-    settings: AppSettings,
+    app: LocalApp,
     org_id: str,
     *,
-    embedder: Any,
     progress: bool = True,
     answer_timeout_s: float = ANSWER_TIMEOUT_S,
 ) -> dict[str, Any]:
-    envs = prepare_all(
-        settings, questions, org_id, embedder=embedder, answer_timeout_s=answer_timeout_s
-    )
-    agent = crow_agent(model, settings)
+    envs = prepare_all(app, questions, org_id, answer_timeout_s=answer_timeout_s)
+    agent = crow_agent(model, app.settings)
     rows = []
     with tqdm(total=len(questions), desc="eval", unit="question", disable=not progress) as bar:
         for n, question in enumerate(questions, start=1):
@@ -228,13 +188,10 @@ async def evaluate(
     return {"org": org_id, "rows": rows, "summary": summarize(rows)}
 
 
-def real_models(settings: AppSettings) -> tuple[ChatModel, Any]:
-    """The configured chat model (loaded) and embedder, as the app runs them."""
-    from deployments.llm import make_chat_model
-    from models.embedder import SentenceTransformerEmbedder
-
-    embedder = SentenceTransformerEmbedder.from_settings(settings.embedder)
-    return make_chat_model(settings.llm, settings), embedder
+def real_models(settings: AppSettings) -> tuple[ChatModel, LocalApp]:
+    """The configured chat model (loaded) and the app in this process with the configured
+    embedder, as the app runs them."""
+    return chat_model(settings), open_local_app(settings)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -278,19 +235,17 @@ def configured(
 
 def evaluate_ask_crow(
     args: argparse.Namespace,
-    settings: AppSettings,
     questions: list[dict[str, Any]],
     model: ChatModel,
-    embedder: Any,
+    app: LocalApp,
 ) -> tuple[dict[str, Any], str]:
     """Ask CROW alone on the questions: the result (naming its eval file) and its table."""
     result = asyncio.run(
         evaluate(
             model,
             questions,
-            settings,
+            app,
             args.org,
-            embedder=embedder,
             answer_timeout_s=args.answer_timeout,
         )
     )
@@ -308,8 +263,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     settings, questions = configured(args, parser)
-    model, embedder = real_models(settings)
-    write_results(args.out, *evaluate_ask_crow(args, settings, questions, model, embedder))
+    model, app = real_models(settings)
+    write_results(args.out, *evaluate_ask_crow(args, questions, model, app))
     return 0
 
 

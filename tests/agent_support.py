@@ -4,8 +4,10 @@ environment (tests/demo_env.py) and one question asked of an agent."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any
 
+from crow.app import LocalApp
 from crow.chat.agent.context import ToolContext
 from crow.chat.agent.loop import Agent
 from models.messages import AssistantTurn, Message, ToolCall
@@ -20,10 +22,9 @@ def call(name: str, cid: str = "c1", **arguments: Any) -> AssistantTurn:
     )
 
 
-def ctx_for(demo: Any, **overrides: Any) -> ToolContext:
+def ctx_for(demo: LocalApp, **overrides: Any) -> ToolContext:
     """The demo org's tool context over `demo`'s services, some replaced by `overrides`."""
-    p = {**demo.proxies(), **overrides}
-    return ToolContext(ORG, p["embedder"], p["retriever"], p["analytics"])
+    return dataclasses.replace(demo.tool_context(ORG), **overrides)
 
 
 def run(agent: Agent, ctx: ToolContext, question: str = "q") -> Any:

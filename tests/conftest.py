@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from crow.api.app import create_app
@@ -14,6 +16,7 @@ from crow.data.lake import DataLake
 from crow.services import Services, ThreadProxy
 from crow.settings import AppSettings
 from crow.store.chat_store import ChatStore
+from models.chat import ChatModel
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
@@ -56,6 +59,21 @@ def store(settings: AppSettings) -> Iterator[ChatStore]:
     store.close()
 
 
+def store_app(
+    settings: AppSettings,
+    store: ChatStore,
+    *,
+    chat_model: ChatModel | None = None,
+    **facades: Any,
+) -> FastAPI:
+    """The HTTP app over the chat store alone (and any ``facades``, e.g. a broken retriever):
+    what a route test needs; a full app in this process is crow.app.LocalApp."""
+    services = Services(
+        settings=settings, lake=DataLake(settings.data_dir), store=ThreadProxy(store), **facades
+    )
+    return create_app(services, chat_model=chat_model)
+
+
 def key_headers(store: ChatStore, org: str, role: str = "editor") -> dict[str, str]:
     """The headers of a request with a new API key of `org`: Authorization and the org."""
     key = store.create_api_key(org, role, name="test")["key"]
@@ -87,7 +105,7 @@ class OrgClient(TestClient):
 def client(
     settings: AppSettings, lake: DataLake, store: ChatStore, ha: dict, hb: dict
 ) -> Iterator[OrgClient]:
-    app = create_app(Services(settings=settings, lake=lake, store=ThreadProxy(store)))
+    app = store_app(settings, store)
     with OrgClient(app, raise_server_exceptions=False) as c:
         c.keys = {ORG_A: ha, ORG_B: hb}
         yield c

@@ -60,7 +60,7 @@ def fuzz_app(var: Path) -> Iterator[tuple[Any, dict[str, str]]]:
     store = ChatStore(demo.settings.chat_db_path)
     key = store.create_api_key(ORG, "admin", name="fuzz")["key"]
     model = rule_model()
-    services = demo.services(store, model, indexer=True)
+    services = demo.services(model, store=store, index_control=True)
     try:
         yield create_app(services, chat_model=model), {"Authorization": f"Bearer {key}"}
     finally:

@@ -64,7 +64,7 @@ class Served(NamedTuple):
 def served(demo, tmp_path):
     store = ChatStore(tmp_path / "chat.duckdb")
     model = ScriptedChatModel()
-    services = demo.services(store, model)
+    services = demo.services(model, store=store)
     keys = {org: key_headers(store, org) for org in (A, B, NO_DATA)}  # before the app runs
     with serve_in_thread(create_app(services), lifespan=True) as base:
         yield Served(base, model, store, keys[A], keys[B], keys[NO_DATA])

@@ -41,7 +41,9 @@ def test_two_replicas_share_tasks_and_conversations(demo, store):
     the other, and a context continues on the other in the same chat session."""
     a, b = key_headers(store, A), key_headers(store, B)
     replicas = [
-        TestClient(create_app(demo.services(store, rule_model())), raise_server_exceptions=False)
+        TestClient(
+            create_app(demo.services(rule_model(), store=store)), raise_server_exceptions=False
+        )
         for _ in range(2)
     ]
     with replicas[0] as one, replicas[1] as two:
@@ -70,7 +72,7 @@ def test_finished_tasks_expire_after_the_retention(demo, store, monkeypatch):
         ),
     )
     a = key_headers(store, A)
-    with TestClient(create_app(demo.services(store, rule_model()))) as client:
+    with TestClient(create_app(demo.services(rule_model(), store=store))) as client:
         old = send(client, a, "How many interactions do we have?", "m-old")
         later = datetime.now().replace(microsecond=0) + timedelta(hours=2)
         monkeypatch.setattr(store_db, "now", lambda: later)

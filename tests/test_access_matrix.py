@@ -41,7 +41,7 @@ def world(tmp_path_factory):
         "collection": "products",
     }
     model = rule_model()
-    app = create_app(demo.services(store, model, indexer=True), chat_model=model)
+    app = create_app(demo.services(model, store=store, index_control=True), chat_model=model)
     with TestClient(app, base_url="http://127.0.0.1:8000", raise_server_exceptions=False) as client:
         yield client, store, demo, resources, key_headers(store, A, "admin")
     store.close()

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from crow.chat.agent.loop import Agent, AgentConfig
-from crow.chat.service import ChatService, ChatServices, SessionNotFound
+from crow.chat.service import SessionNotFound
 from crow.services import ThreadProxy
 from crow.store.chat_store import ChatStore
 from models.errors import ModelTimeout
@@ -205,10 +205,7 @@ def test_the_same_query_text_is_embedded_once(demo):
 def chat(demo, tmp_path):
     store = ChatStore(tmp_path / "chat.duckdb")
     model = ScriptedChatModel()
-    service = ChatService(
-        ChatServices(store=ThreadProxy(store), org_names={ORG: "Acme Outdoor"}, **demo.proxies()),
-        Agent(model),
-    )
+    service = demo.chat(model, store=store, config=AgentConfig())
     yield service, store, model
     store.close()
 

@@ -2,8 +2,7 @@
 
 from fastapi.testclient import TestClient
 
-from crow.api.app import create_app
-from tests.conftest import assert_error
+from tests.conftest import assert_error, store_app
 
 INGEST = "/api/v1/ingest/products"
 
@@ -29,9 +28,8 @@ def test_validation_errors_name_the_field(client, ha):
 
 
 def test_unexpected_errors_are_500_with_the_shape_and_no_internals(settings, lake, store, ha):
-    from crow.services import Services, ThreadProxy
 
-    app = create_app(Services(settings=settings, lake=lake, store=ThreadProxy(store)))
+    app = store_app(settings, store)
 
     @app.get("/boom")
     def boom():
@@ -43,15 +41,12 @@ def test_unexpected_errors_are_500_with_the_shape_and_no_internals(settings, lak
 
 
 def test_ready_names_the_dependency_that_does_not_answer(settings, lake, store):
-    from crow.services import Services, ThreadProxy
 
     class Broken:
         async def check_health(self):
             raise RuntimeError("index root missing")
 
-    app = create_app(
-        Services(settings=settings, lake=lake, store=ThreadProxy(store), retriever=Broken())
-    )
+    app = store_app(settings, store, retriever=Broken())
     with TestClient(app) as c:
         error = assert_error(c.get("/ready"), 503, "not_ready")
     assert error["details"] == [

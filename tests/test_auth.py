@@ -7,12 +7,18 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from fastapi.testclient import TestClient
 
-from crow.api.app import create_app
-from crow.services import Services, ThreadProxy
 from crow.settings import AppSettings
 from models.messages import AssistantTurn, Usage
 from models.testing import ScriptedChatModel
-from tests.conftest import MCP_ACCEPT, MCP_INITIALIZE, ORG_A, ORG_B, assert_error, key_headers
+from tests.conftest import (
+    MCP_ACCEPT,
+    MCP_INITIALIZE,
+    ORG_A,
+    ORG_B,
+    assert_error,
+    key_headers,
+    store_app,
+)
 
 SESSIONS = "/api/v1/chat/sessions"
 GUARDED = [
@@ -32,8 +38,7 @@ GUARDED = [
 def make_client(settings, lake, store, model=None, **overrides) -> TestClient:
     if overrides:
         settings = AppSettings.from_args({"var_dir": str(settings.var_dir), **overrides})
-    services = Services(settings=settings, lake=lake, store=ThreadProxy(store))
-    return TestClient(create_app(services, chat_model=model), raise_server_exceptions=False)
+    return TestClient(store_app(settings, store, chat_model=model), raise_server_exceptions=False)
 
 
 @pytest.fixture
@@ -172,7 +177,7 @@ def test_the_operator_token_lists_every_org_and_reads_no_data(settings, lake, st
 
 def test_auth_off_answers_only_local_clients_of_a_loopback_server(settings, lake, store):
     local = AppSettings.from_args({"var_dir": str(settings.var_dir), "auth": {"mode": "off"}})
-    app = create_app(Services(settings=local, lake=lake, store=ThreadProxy(store)))
+    app = store_app(local, store)
     with TestClient(app, base_url="http://127.0.0.1:8000", client=("127.0.0.1", 5000)) as api:
         assert api.post(SESSIONS, headers={"X-Organization-Id": ORG_B}).json()["org_id"] == ORG_B
         assert_error(api.post(SESSIONS), 400, "missing_organization")

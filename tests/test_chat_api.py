@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
@@ -9,9 +10,6 @@ import pytest
 from fastapi.testclient import TestClient
 
 from crow.api.app import create_app
-from crow.chat.agent.loop import Agent
-from crow.chat.service import ChatService, ChatServices
-from crow.services import Services, ThreadProxy
 from models.errors import ModelTimeout, ModelUnavailable
 from models.messages import AssistantTurn, ToolCall
 from models.testing import ScriptedChatModel
@@ -30,7 +28,7 @@ def demo(tmp_path_factory):
 @pytest.fixture
 def app(demo, store):
     model = ScriptedChatModel()
-    services = demo.services(store, model)
+    services = demo.services(model, store=store)
     with TestClient(create_app(services), raise_server_exceptions=False) as client:
         yield client, model, store
 
@@ -295,19 +293,8 @@ def test_metrics_record_routes_tools_and_iterations(demo, store, ha):
     from crow.metrics import MemoryMetrics
 
     metrics, model = MemoryMetrics(), ScriptedChatModel()
-    proxies = demo.proxies()
-    chat = ChatService(
-        ChatServices(store=ThreadProxy(store), org_names={}, **proxies),
-        Agent(model),
-        metrics=metrics,
-    )
-    services = Services(
-        settings=demo.settings,
-        lake=demo.lake,
-        store=ThreadProxy(store),
-        chat=chat,
-        metrics=metrics,
-        **proxies,
+    services = dataclasses.replace(
+        demo.services(model, store=store, metrics=metrics), metrics=metrics
     )
     model.add(
         AssistantTurn(tool_calls=(ToolCall(id="c", name="get_interaction_summary", arguments={}),)),
@@ -344,9 +331,7 @@ def test_a_full_queue_is_503_in_the_error_shape(demo, store, ha):
         async def send(self, *args, **kwargs):
             raise BackPressureError(num_queued_requests=64, max_queued_requests=64)
 
-    services = Services(
-        settings=demo.settings, lake=demo.lake, store=ThreadProxy(store), chat=Busy()
-    )
+    services = dataclasses.replace(demo.services(store=store), chat=Busy())
     app = create_app(
         services, extra_errors={BackPressureError: ApiError(503, "overloaded", "busy")}
     )

@@ -143,7 +143,7 @@ def site(tmp_path_factory):
     store = ChatStore(var / "chat.duckdb")
     keys = {org: store.create_api_key(org, "editor", name="e2e")["key"] for org in (A, B)}
     model = QuestionModel()
-    services = demo.services(store, model, indexer=True)
+    services = demo.services(model, store=store, index_control=True)
     with serve_in_thread(create_app(services), lifespan=True) as url:
         site = Site(url, model, keys)
         r = httpx.post(

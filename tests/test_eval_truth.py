@@ -12,7 +12,7 @@ import pytest
 from crow.chat.agent.loop import Agent
 from crow.chat.agent.sources import Source
 from jobs import truth
-from jobs.eval import EvalEnv, evaluate_question
+from jobs.eval import EvalOrg, evaluate_question
 from jobs.grading import load_questions, summarize
 from models.messages import AssistantTurn, ToolCall
 from models.testing import ScriptedChatModel
@@ -48,7 +48,6 @@ def test_every_truth_of_the_sets_is_computable_and_names_something(demo, path):
 
 
 def test_a_windowed_truth_means_what_the_summary_tool_counts_for_the_same_words(demo):
-    from crow.chat.agent.context import ToolContext
     from crow.chat.agent.tools import TOOLS_BY_NAME
 
     sql = (
@@ -56,7 +55,7 @@ def test_a_windowed_truth_means_what_the_summary_tool_counts_for_the_same_words(
         "AND occurred_at >= (SELECT t FROM anchor) - INTERVAL 7 DAY"
     )
     [[expected]] = truth.expected({"sql": sql}, demo.lake, "acme-outdoor")
-    ctx = ToolContext("acme-outdoor", **demo.proxies())
+    ctx = demo.tool_context("acme-outdoor")
     tool = TOOLS_BY_NAME["get_interaction_summary"]
     out = asyncio.run(tool.invoke({"channel": "web", "since": "last 7 days"}, ctx))
     assert 0 < expected == out.content["total_interactions"]
@@ -101,7 +100,7 @@ def test_facts_alternatives_citations_and_small_talk():
 
 def test_a_follow_up_is_asked_after_its_history_and_graded_on_its_own_answer(demo):
     """The earlier question is answered by the agent under test and stays in the chat."""
-    env = EvalEnv("fresh-mart", "Fresh Mart", demo.embedder, demo.search, demo.analytics)
+    env = EvalOrg(demo, "fresh-mart")
     [question] = [q for q in load_questions(TRUTH_FILES[1]) if q["id"] == "b26"]
 
     def count(messages, tools, params):

@@ -8,9 +8,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from crow.api.app import create_app
-from crow.chat.agent.loop import Agent
-from crow.chat.service import AnswerInProgress, ChatService, ChatServices, SessionNotFound
-from crow.services import ThreadProxy
+from crow.chat.agent.loop import AgentConfig
+from crow.chat.service import AnswerInProgress, ChatService, SessionNotFound
 from models.messages import AssistantTurn
 from models.testing import ScriptedChatModel
 from tests.conftest import assert_error
@@ -26,8 +25,7 @@ def demo(tmp_path_factory):
 
 
 def chat_service(demo, store, model) -> ChatService:
-    services = ChatServices(store=ThreadProxy(store), org_names={}, **demo.proxies())
-    return ChatService(services, Agent(model))
+    return demo.chat(model, store=store, config=AgentConfig())
 
 
 @pytest.mark.faults
@@ -93,7 +91,7 @@ def test_a_retry_after_a_failed_answer_answers(demo, store):
 def test_deleting_a_session_while_it_is_answered_is_404_not_500(demo, store, ha):
     model = ScriptedChatModel(latency_s=0.5)
     model.add(AssistantTurn(text="Too late."))
-    app = create_app(demo.services(store, model))
+    app = create_app(demo.services(model, store=store))
     with TestClient(app, raise_server_exceptions=False) as client:
         sid = client.post(BASE, headers=ha).json()["id"]
 
@@ -150,8 +148,7 @@ def test_qna_answers_with_the_configured_model_timeout_and_token_cap(demo, store
 
     model = ScriptedChatModel()
     model.add(AssistantTurn(text="Sixty days."))
-    services = ChatServices(store=ThreadProxy(store), org_names={}, **demo.proxies())
-    chat = ChatService(services, Agent(model, AgentConfig(model_timeout_s=42.0, max_tokens=77)))
+    chat = demo.chat(model, store=store, config=AgentConfig(model_timeout_s=42.0, max_tokens=77))
     asyncio.run(chat.ask_kb(A, "Return window?"))
     params = model.calls[-1].params
     assert (params.timeout_s, params.max_tokens) == (42.0, 77)  # not a hard-coded 60 s

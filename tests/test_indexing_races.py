@@ -432,7 +432,7 @@ def test_sixteen_concurrent_qna_index_requests_are_all_searchable(tmp_path):
     demo = build_demo_env(tmp_path / "var", interactions=100)
     store = ChatStore(demo.settings.chat_db_path)
     headers = key_headers(store, "acme-outdoor")
-    app = create_app(demo.services(store, ScriptedChatModel(), indexer=True))
+    app = create_app(demo.services(ScriptedChatModel(), store=store, index_control=True))
     words = [f"zebracode{n:02d} quokka{n:02d} lantern{n:02d}" for n in range(16)]
     with TestClient(app) as client, ThreadPoolExecutor(16) as pool:
         posts = list(

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.conftest import ORG_A, ORG_B, assert_error
+from tests.conftest import ORG_A, ORG_B, assert_error, store_app
 
 PRODUCTS = [
     {
@@ -192,14 +192,12 @@ def test_upsert_replaces_by_id_and_replace_swaps_everything(client, lake):
 
 
 def test_upload_size_is_bounded(settings, lake, store, client):
-    from crow.api.app import create_app
-    from crow.services import Services, ThreadProxy
     from crow.settings import AppSettings
 
     small = AppSettings.from_args(
         {"var_dir": str(settings.var_dir), "limits": {"max_ingest_bytes": 100}}
     )
-    app = create_app(Services(settings=small, lake=lake, store=ThreadProxy(store)))
+    app = store_app(small, store)
     with type(client)(app) as c:
         c.keys = client.keys
         assert_error(
@@ -238,12 +236,10 @@ def test_empty_upload_is_rejected(client):
 
 def limited_client(client, settings, lake, store, **limits):
     """A client of an app with other ingest limits, with the fixture's keys."""
-    from crow.api.app import create_app
-    from crow.services import Services, ThreadProxy
     from crow.settings import AppSettings
 
     small = AppSettings.from_args({"var_dir": str(settings.var_dir), "limits": limits})
-    c = type(client)(create_app(Services(settings=small, lake=lake, store=ThreadProxy(store))))
+    c = type(client)(store_app(small, store))
     c.keys = client.keys
     return c
 

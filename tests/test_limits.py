@@ -8,11 +8,10 @@ from fastapi.testclient import TestClient
 
 from crow.api.app import create_app
 from crow.auth.limiter import TokenBuckets
-from crow.services import Services, ThreadProxy
 from crow.settings import AppSettings
 from models.messages import AssistantTurn, Usage
 from models.testing import ScriptedChatModel
-from tests.conftest import ORG_A, ORG_B, assert_error, key_headers
+from tests.conftest import ORG_A, ORG_B, assert_error, key_headers, store_app
 from tests.demo_env import build_demo_env
 
 SESSIONS = "/api/v1/chat/sessions"
@@ -21,7 +20,7 @@ SESSIONS = "/api/v1/chat/sessions"
 def demo_client(tmp_path, store, model, **overrides) -> TestClient:
     demo = build_demo_env(tmp_path / "var", interactions=200)
     demo.settings = AppSettings.from_args({"var_dir": str(tmp_path / "var"), **overrides})
-    services = demo.services(store, model)
+    services = demo.services(model, store=store)
     return TestClient(create_app(services, chat_model=model), raise_server_exceptions=False)
 
 
@@ -114,7 +113,7 @@ def test_the_session_cap(client, settings, lake, store):
     capped = AppSettings.from_args(
         {"var_dir": str(settings.var_dir), "quotas": {"max_sessions": 2}}
     )
-    app = create_app(Services(settings=capped, lake=lake, store=ThreadProxy(store)))
+    app = store_app(capped, store)
     with TestClient(app) as api:
         a = client.as_org(ORG_A)
         assert api.post(SESSIONS, headers=a).status_code == 201
@@ -136,9 +135,7 @@ def test_bodies_are_bounded_on_every_route_declared_or_chunked(settings, lake, s
         {"var_dir": str(settings.var_dir), "limits": {"max_body_bytes": 5000}}
     )
     model = ScriptedChatModel()
-    app = create_app(
-        Services(settings=small, lake=lake, store=ThreadProxy(store)), chat_model=model
-    )
+    app = store_app(small, store, chat_model=model)
     a = key_headers(store, ORG_A)
     json_headers = {
         **a,
@@ -178,8 +175,9 @@ def test_a_slow_embedding_is_504_after_timeouts_embed_s(settings, lake, store):
             await asyncio.sleep(5)
 
     quick = AppSettings.from_args({"var_dir": str(settings.var_dir), "timeouts": {"embed_s": 0.2}})
-    services = Services(settings=quick, lake=lake, store=ThreadProxy(store), embedder=Stuck())
-    with TestClient(create_app(services), raise_server_exceptions=False) as api:
+    with TestClient(
+        store_app(quick, store, embedder=Stuck()), raise_server_exceptions=False
+    ) as api:
         started = time.monotonic()
         r = api.get(
             "/api/v1/products/search", params={"query": "tent"}, headers=key_headers(store, ORG_A)

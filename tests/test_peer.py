@@ -13,7 +13,7 @@ from benchmarks.peer import PeerAgent, PeerConfig, serve_model
 from crow.chat.agent.loop import Agent
 from crow.chat.agent.prompts import system_prompt
 from crow.chat.agent.tools import TOOLS
-from jobs.eval import EvalEnv, evaluate_question
+from jobs.eval import EvalOrg, evaluate_question
 from models.messages import AssistantTurn, InvalidToolCall, Message, ModelParams, ToolCall
 from models.testing import ScriptedChatModel
 from tests.demo_env import build_demo_env
@@ -40,8 +40,8 @@ def demo(tmp_path_factory):
 
 
 @pytest.fixture
-def env(demo) -> EvalEnv:
-    return EvalEnv(ORG, "Acme Outdoor", demo.embedder, demo.search, demo.analytics)
+def env(demo) -> EvalOrg:
+    return EvalOrg(demo, ORG)
 
 
 def call(name: str, **arguments) -> AssistantTurn:
@@ -58,7 +58,7 @@ def answer_from_tool_result(messages, tools, params) -> AssistantTurn:
     return AssistantTurn(text=f"Try the {rows[0].get('title', '')}.")
 
 
-def ask_peer(model: ScriptedChatModel, question: dict, env: EvalEnv) -> dict:
+def ask_peer(model: ScriptedChatModel, question: dict, env: EvalOrg) -> dict:
     with serve_model(model, CONFIG) as base_url:
         return asyncio.run(evaluate_question(PeerAgent(base_url, CONFIG).run, question, env))
 
@@ -125,9 +125,8 @@ def test_compare_asks_both_agents_each_question_and_tabulates(demo):
         compare(
             model,
             [COUNT, TENTS],
-            demo.settings,
+            demo,
             ORG,
-            embedder=demo.embedder,
             progress=False,
             baseline=True,
         )
@@ -165,7 +164,7 @@ def test_the_model_gets_the_peer_limits(env):
 def test_an_agent_that_does_not_answer_in_time_is_graded_no_answer(demo):
     from jobs.eval import evaluate_question
 
-    env = EvalEnv(ORG, "Acme Outdoor", demo.embedder, demo.search, demo.analytics, 0.2)
+    env = EvalOrg(demo, ORG, 0.2)
 
     async def stuck(messages, ctx):
         await asyncio.sleep(5)
@@ -219,9 +218,8 @@ def test_compare_records_agents_that_run_out_of_time(demo):
         compare(
             model,
             [COUNT],
-            demo.settings,
+            demo,
             ORG,
-            embedder=demo.embedder,
             progress=False,
             answer_timeout_s=0.3,
         )

@@ -35,7 +35,7 @@ def key_a(env) -> dict[str, str]:
 def api(env):
     *_, store, _, _, demo = env
     with TestClient(
-        create_app(demo.services(store, ScriptedChatModel(), indexer=True)),
+        create_app(demo.services(ScriptedChatModel(), store=store, index_control=True)),
         raise_server_exceptions=False,
     ) as client:
         yield client

@@ -30,9 +30,8 @@ from starlette.types import Receive, Scope, Send
 
 from crow.api.deps import admit, org_for, principal_of
 from crow.api.errors import ApiError, error_response
-from crow.chat.agent.context import ToolContext
 from crow.chat.agent.tools import TOOLS, TOOLS_BY_NAME
-from crow.services import Services, need
+from crow.services import Services
 
 MCP_PATH = "/mcp"
 ORG_HEADER = "x-organization-id"
@@ -137,13 +136,7 @@ class McpEndpoint:
             return _tool_result(
                 {"error": "unknown_tool", "message": f"no tool {params.name!r}"}, error=True
             )
-        s = self.services
-        tool_ctx = ToolContext(
-            org_id,
-            need(s.embedder, "embedder"),
-            need(s.retriever, "retriever"),
-            need(s.analytics, "analytics"),
-        )
+        tool_ctx = self.services.tool_context(org_id)
         try:
             output = await tool.invoke(dict(params.arguments or {}), tool_ctx)
         except (ValidationError, ValueError) as exc:

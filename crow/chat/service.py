@@ -9,17 +9,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from crow.chat.agent.context import ToolContext
-from crow.chat.agent.loop import Agent, AgentAnswer
+from crow.chat.agent.loop import Agent, AgentAnswer, AgentConfig
 from crow.chat.agent.prompts import system_prompt
+from crow.chat.agent.tools import TOOLS, Tool
 from crow.chat.qna import answer_from_kb
-from crow.facades import AnalyticsFacade, EmbedderFacade, RetrieverFacade, StoreFacade
+from crow.facades import StoreFacade
 from crow.metrics import Metrics, NoMetrics
+from crow.services import Services, need
 from crow.store.chat_store import SessionKind
+from models.chat import ChatModel
 from models.messages import Message, ModelParams
 
 
@@ -37,29 +38,27 @@ TAKEOVER_AFTER_S = 10.0  # a claim not renewed this long is a dead request's: an
 _POLL_S = 0.25
 
 
-@dataclass
-class ChatServices:
-    """Async facades: the chat store, and what the tools reach."""
-
-    store: StoreFacade
-    embedder: EmbedderFacade
-    retriever: RetrieverFacade
-    analytics: AnalyticsFacade
-    org_names: dict[str, str]
-
-
 class ChatService:
     def __init__(
         self,
-        services: ChatServices,
-        agent: Agent,
+        services: Services,
+        model: ChatModel,
         *,
-        history_messages: int = 10,
+        tools: Sequence[Tool] = TOOLS,
+        config: AgentConfig | None = None,
         metrics: Metrics | None = None,
     ) -> None:
+        """The agent loop over ``model`` and ``tools``, configured from the settings
+        (``config`` replaces that, in a test). The chat store and what the tools reach come
+        from ``services`` (built by crow.app); one missing fails here, not in a request."""
+        settings = services.settings
         self.services = services
-        self.agent = agent
-        self.history_messages = history_messages
+        self.store: StoreFacade = services.store
+        for part in ("embedder", "retriever", "analytics"):  # what the tools reach
+            need(getattr(services, part), part)
+        self.org_names = {o["id"]: o["name"] for o in services.lake.list_orgs()}
+        self.agent = Agent(model, config or AgentConfig.from_settings(settings), tools)
+        self.history_messages = settings.limits.history_messages
         self.metrics = metrics or NoMetrics()
 
     def _record(self, answer: AgentAnswer) -> None:
@@ -97,7 +96,7 @@ class ChatService:
         kind: SessionKind = "chat",
         message_id: str | None = None,
     ) -> AsyncIterator[dict[str, Any]]:
-        store = self.services.store
+        store = self.store
         if message_id is not None:  # a client's key is unique within its session only
             message_id = f"{session_id}:{message_id}"
         history = await store.list_messages(org_id, session_id, limit=self.history_messages)
@@ -128,11 +127,9 @@ class ChatService:
         kind: SessionKind,
         answer_id: str | None,
     ) -> AsyncIterator[dict[str, Any]]:
-        store = self.services.store
-        ctx = ToolContext(
-            org_id, self.services.embedder, self.services.retriever, self.services.analytics
-        )
-        messages = [Message.system(system_prompt(self.services.org_names.get(org_id, org_id)))]
+        store = self.store
+        ctx = self.services.tool_context(org_id)
+        messages = [Message.system(system_prompt(self.org_names.get(org_id, org_id)))]
         messages += [_as_message(m) for m in history if m["id"] != user["id"]]
         messages.append(Message.user(content))
         answer: AgentAnswer | None = None
@@ -171,7 +168,7 @@ class ChatService:
         if answer_id is None:
             yield
             return
-        store = self.services.store
+        store = self.store
 
         async def renew() -> None:
             while True:
@@ -191,7 +188,7 @@ class ChatService:
         the answering. While another request answers it, wait (IN_PROGRESS_WAIT_S, then
         AnswerInProgress); a claim released without an answer (a failure) or gone stale (a
         crash, TAKEOVER_AFTER_S) is taken over."""
-        store = self.services.store
+        store = self.store
         deadline = time.monotonic() + IN_PROGRESS_WAIT_S
         while True:
             if done := await store.get_message(org_id, answer_id):
@@ -215,7 +212,7 @@ class ChatService:
     ) -> dict[str, Any]:
         """A Q&A answer from the knowledge base; stored when asked within a Q&A session (a
         retry with the same `message_id` gets that answer, not a second one)."""
-        store = self.services.store
+        store = self.store
         history: list[Message] = []
         answer_id = None
         if session_id is not None:
@@ -241,10 +238,8 @@ class ChatService:
         history: list[Message],
         answer_id: str | None,
     ) -> dict[str, Any]:
-        store = self.services.store
-        ctx = ToolContext(
-            org_id, self.services.embedder, self.services.retriever, self.services.analytics
-        )
+        store = self.store
+        ctx = self.services.tool_context(org_id)
         config = self.agent.config
         params = ModelParams(
             tool_choice="none", timeout_s=config.model_timeout_s, max_tokens=config.max_tokens
@@ -252,7 +247,7 @@ class ChatService:
         answer = await answer_from_kb(
             self.agent.model,
             ctx,
-            self.services.org_names.get(org_id, org_id),
+            self.org_names.get(org_id, org_id),
             history,
             question,
             params=params,
