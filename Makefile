@@ -39,7 +39,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	@touch $@
 
-# Chromium from Debian for tests/test_dashboard_e2e.py (apt-get; as root or with sudo).
+# Chromium from Debian for tests/dashboard/test_dashboard_e2e.py (apt-get; as root or with sudo).
 browser:
 	@test -x $(CHROMIUM) || { \
 	  if [ "$$(id -u)" = 0 ]; then sudo=; elif command -v sudo >/dev/null; then sudo=sudo; \

@@ -2,7 +2,7 @@
 
 One start of serve_config.yaml (``testing.local_app.serve_config_app``: HTTP proxy,
 Ingress, Orchestrator, LLM, ChatStore, Embedder, Retriever, Analytics, as `serve run` deploys
-them) with ``benchmarks.scripted_model`` as the LLM, over the demo org's data and indexes;
+them) with ``testing.rule_model`` as the LLM, over the demo org's data and indexes;
 the LLM deployment's response cache is off so every request reaches the model.
 
 (a) **Overhead**: the same questions, one at a time, through HTTP -> the graph and through
@@ -31,10 +31,10 @@ from typing import Any
 
 from benchmarks.bench_common import pct
 from benchmarks.questions import QUESTION_TYPES, all_questions
-from benchmarks.scripted_model import LATENCY_FILE_ENV, bench_model, set_latency_ms
 from crow.app import LocalApp
+from testing.rule_model import LATENCY_FILE_ENV, bench_model, set_latency_ms
 
-FACTORY = "benchmarks.scripted_model:bench_model"
+FACTORY = "testing.rule_model:bench_model"
 MESSAGES = "/api/v1/chat/sessions"
 # Per-key rate limits (settings.quotas) far above what the load sends: throughput, not 429s.
 QUOTAS = {

@@ -2,7 +2,7 @@
 
 The GPU profile is edited in one place, serve_config.gpu.yaml; run this after each edit:
     python cluster/render.py            (--check: exit 1 if rayservice.yaml is out of date)
-tests/test_configs.py fails while the two differ.
+tests/cluster/test_configs.py fails while the two differ.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The GPU profile's LLM: vLLM through Ray Serve LLM, and the adapter the orchestrator uses.
 
 ``vllm_llm_config`` turns our settings into Ray Serve LLM's ``LLMConfig`` fields (plain data,
-testable anywhere; tests/test_vllm_config.py checks them against Ray 2.60 and vLLM 0.29's
+testable anywhere; tests/deployments/test_vllm_config.py checks them against Ray 2.60 and vLLM 0.29's
 argument names); ``build_vllm_llm`` builds the ``LLMServer`` deployment (needs vLLM);
 ``VLLMHandleChatModel`` sends chat-completions requests through its DeploymentHandle and
 maps the answer to the shared message types, so the orchestrator's loop is unchanged; its

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tests.repo import ROOT
+
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -16,7 +18,7 @@ CHROMIUM_ARGS = [
     "--disable-quic",
     "--no-first-run",
 ]
-SCREENSHOTS = Path(__file__).resolve().parents[1] / "var" / "screenshots"
+SCREENSHOTS = ROOT / "var" / "screenshots"
 
 
 def shot(target: Any, name: str) -> None:

@@ -52,8 +52,8 @@ def fuzz_app(var: Path) -> Iterator[tuple[Any, dict[str, str]]]:
     from crow.api.app import create_app
     from crow.settings import AppSettings
     from crow.store.chat_store import ChatStore
+    from testing.rule_model import rule_model
     from tests.demo_env import build_demo_env
-    from tests.serve_support import rule_model
 
     demo = build_demo_env(var, interactions=300)
     demo.settings = AppSettings.from_args({"var_dir": str(var), **FUZZ_SETTINGS})
@@ -128,7 +128,7 @@ def _fuzz_operation(
         report.requests += 1
         report.per_operation[label] = report.per_operation.get(label, 0) + 1
         # The key's own org where a request names one, so the routes' own logic is fuzzed
-        # (naming other orgs: tests/test_access_matrix.py).
+        # (naming other orgs: tests/crow/api/test_access_matrix.py).
         if case.path_parameters and "org_id" in case.path_parameters:
             case.path_parameters["org_id"] = ORG
         if case.headers is not None and "X-Organization-Id" in case.headers:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.repo import ROOT
 
 CORE = frozenset({"crow", "models", "indexes"})
 PRODUCTION = frozenset({*CORE, "deployments", "jobs"})

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 import time
-from pathlib import Path
 from typing import NamedTuple
 
 import httpx
@@ -15,10 +14,10 @@ from crow.data.lake import DataLake
 from crow.retrieval.index_build import INDEX_COLLECTIONS, build_index
 from indexes.store import IndexStore
 from jobs.seed_demo import main as seed
+from tests.repo import ROOT
 from tests.serve_support import api_keys, serve_config_app
 
 pytestmark = [pytest.mark.real_model, pytest.mark.serve]
-ROOT = Path(__file__).resolve().parents[1]
 ORG = "acme-outdoor"
 
 

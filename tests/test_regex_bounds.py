@@ -35,7 +35,8 @@ from re import _parser as sre_parse  # type: ignore[attr-defined]
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.repo import ROOT
+
 PACKAGES = ("crow", "models", "jobs", "indexes", "deployments")
 STATIC = ROOT / "dashboard" / "static"
 CHROMIUM = Path("/usr/bin/chromium")

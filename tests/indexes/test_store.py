@@ -7,6 +7,7 @@ import pytest
 from indexes.store import CURRENT_FILE, IndexNotFoundError, IndexStore
 from indexes.vector_index import VectorIndex
 from models.testing_embed import HashEmbedder
+from tests.repo import ROOT
 
 EMBEDDER = HashEmbedder(dim=16)
 
@@ -169,7 +170,7 @@ def test_the_writer_lock_holds_across_processes(tmp_path: Path) -> None:
         ],
         stdout=subprocess.PIPE,
         text=True,
-        cwd=Path(__file__).resolve().parents[2],
+        cwd=ROOT,
     )
     try:
         assert holder.stdout.readline().strip() == "held"  # type: ignore[union-attr]

@@ -29,6 +29,7 @@ from models.embedder import (
     same_model,
 )
 from models.testing_embed import HashEmbedder
+from tests.repo import ROOT
 
 # The constructor itself; tests/conftest.py swaps it for a refusal in tests not marked
 # real_model, and the tests below that hand it a fake SentenceTransformer put it back.
@@ -84,7 +85,7 @@ def test_loads_with_no_hub_and_empty_cache(tmp_path: Path) -> None:
         "print(E('bundled:all-MiniLM-L6-v2').embed(['hello']).shape)"
     )
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
-    root = Path(__file__).resolve().parents[2]
+    root = ROOT
     out = subprocess.run(
         [sys.executable, "-c", code],
         env=env,

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import jsonschema
@@ -18,10 +17,11 @@ from models.messages import Message, ModelParams, NamedToolChoice, TextDelta, Tu
 from models.openai_server import build_openai_app
 from models.testing import CROW_TEST_SYSTEM_PROMPT, serve_in_thread
 from tests.models.tools_fixture import TOOLS
+from tests.repo import ROOT
 
 pytestmark = pytest.mark.real_model
 
-CACHE_DIR = Path(__file__).resolve().parents[2] / "var" / "models"
+CACHE_DIR = ROOT / "var" / "models"
 BY_NAME = {t.name: t for t in TOOLS}
 
 

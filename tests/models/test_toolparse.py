@@ -9,8 +9,9 @@ import pytest
 
 from models.toolparse import parse_tool_calls, retry_message
 from tests.models.tools_fixture import TOOLS
+from tests.repo import ROOT
 
-RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "local_model_outputs"
+RECORDED = ROOT / "tests" / "fixtures" / "local_model_outputs"
 
 
 def names(text: str, **kwargs: object) -> tuple[list[str], list[str]]:

@@ -1,0 +1,146 @@
+"""The intent router: its cue words, its accuracy with the real MiniLM on the regression
+set, and the guidance the loop gives with it (hints the model reads) or without it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from crow.chat.agent.guidance import EXAMPLES
+from crow.chat.agent.intent import IntentRouter, Route, refine, split_clauses
+from crow.chat.agent.loop import Agent, AgentConfig
+from crow.services import ThreadProxy
+from models.messages import AssistantTurn
+from models.testing import ScriptedChatModel
+from tests.agent_support import call, ctx_for, run
+from tests.demo_env import build_demo_env
+from tests.repo import ROOT
+
+REGRESSION = ROOT / "benchmarks" / "regression_questions.jsonl"
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    return build_demo_env(tmp_path_factory.mktemp("var"))
+
+
+def test_two_questions_in_one_request_are_split_into_clauses():
+    assert split_clauses("How many web visits did we get, and what did people buy?") == [
+        "How many web visits did we get",
+        "what did people buy",
+    ]
+    assert split_clauses("Find tents and sleeping bags") == []  # one question, two things
+
+
+def test_cue_words_refine_what_the_examples_voted():
+    # one question asking for a number: the summary answers it, not a search
+    assert refine("How many web interactions last week?", {"interactions"}, []) == ("count",)
+    # "find ... events" wants the events themselves
+    assert refine("Find camera events at the Bend store", {"count"}, []) == ("interactions",)
+    # patterns in a channel are patterns; patterns about popular products need both
+    assert refine("Which trends show up in camera data?", {"interactions"}, []) == ("patterns",)
+    assert refine("What patterns touch our best-selling kayaks?", {"products"}, []) == (
+        "products",
+        "patterns",
+    )
+    # a count of stores is the knowledge base's, not the summary's
+    assert refine("How many stores do we have?", {"org"}, []) == ("org",)
+
+
+@pytest.mark.real_model
+def test_router_picks_the_regression_sets_tools_with_the_real_embedder():
+    from models.embedder import SentenceTransformerEmbedder
+
+    embedder = ThreadProxy(SentenceTransformerEmbedder("all-MiniLM-L6-v2", device="cpu"))
+    questions = [json.loads(line) for line in REGRESSION.read_text().splitlines() if line]
+    router = IntentRouter()
+
+    async def route_all() -> list[Route]:
+        return [await router.route(q["query"], embedder.embed) for q in questions]
+
+    routes = asyncio.run(route_all())
+    right = [
+        sorted(r.tools) == sorted(q["expect_tools"]) for r, q in zip(routes, questions, strict=True)
+    ]
+    misses = [q["query"] for q, ok in zip(questions, right, strict=True) if not ok]
+    assert len(questions) >= 30 and sum(right) / len(right) >= 0.9, misses
+    greetings = [r for r, q in zip(routes, questions, strict=True) if q["kind"] == "greeting"]
+    assert all(r.small_talk for r in greetings)
+
+
+class FixedRouter(IntentRouter):
+    def __init__(self, route: Route | Exception) -> None:
+        super().__init__()
+        self.fixed = route
+
+    async def route(self, question, embed):
+        if isinstance(self.fixed, Exception):
+            raise self.fixed
+        return self.fixed
+
+
+def agent_with(model, route) -> Agent:
+    agent = Agent(model, AgentConfig(hints=True))
+    agent.guidance.router = FixedRouter(route)
+    return agent
+
+
+def test_a_routed_small_talk_hint_leaves_the_tools_offered(demo):
+    model = ScriptedChatModel([AssistantTurn(text="Hi! What would you like to know?")])
+    answer = run(agent_with(model, Route(("chat",), 0.9)), ctx_for(demo), "Hey, good to see you")
+    first = model.calls[0]
+    assert first.params.tool_choice == "auto" and len(first.tools) == 5
+    assert "without calling a tool" in first.messages[-1].content
+    assert answer.tool_steps == [] and answer.sources == [] and "[1]" not in answer.content
+
+
+@pytest.mark.parametrize("route", [Route((), 0.2), RuntimeError("embedder down")])
+def test_an_unsure_or_failing_router_leaves_the_choice_to_the_model(demo, route):
+    model = ScriptedChatModel([call("search_products", query="tent"), AssistantTurn(text="ok")])
+    answer = run(agent_with(model, route), ctx_for(demo), "tents?")
+    model.assert_complete()
+    assert model.calls[0].params.tool_choice == "auto"
+    assert [s["name"] for s in answer.tool_steps] == ["search_products"]
+
+
+def test_the_hint_is_only_read_and_the_model_still_chooses(demo):
+    model = ScriptedChatModel(
+        [call("search_interactions", query="tents"), AssistantTurn(text="ok")]
+    )
+    agent = agent_with(model, Route(("products",), 0.7))
+    answer = run(agent, ctx_for(demo), "tents?")
+    first = model.calls[0]
+    assert first.params.tool_choice == "auto" and len(first.tools) == 5
+    assert first.messages[-1].role == "system" and "search_products" in first.messages[-1].content
+    assert [s["name"] for s in answer.tool_steps] == ["search_interactions"]
+
+
+@pytest.mark.parametrize("hints", [True, False])
+def test_examples_join_the_system_prompt_only_with_hints(demo, hints):
+    """One system prompt either way (a prompt cache keeps covering it); hints off: as sent."""
+    model = ScriptedChatModel([AssistantTurn(text="Hello!")])
+    agent = agent_with(model, Route(("chat",), 0.9)) if hints else Agent(model)
+    run(agent, ctx_for(demo), "hi")
+    messages = model.calls[0].messages
+    assert messages[0].role == "system" and (EXAMPLES in messages[0].content) is hints
+    assert [m.role for m in messages].count("system") == (2 if hints else 1)
+
+
+def test_the_examples_name_no_catalog_topic_a_model_could_copy(demo):
+    """A 1.5B copied an example's "backpacks" into a grocer's product search: examples use
+    X for whatever the question names."""
+    import duckdb
+
+    with duckdb.connect() as con:
+        categories = {
+            c.lower()
+            for org in ("acme-outdoor", "fresh-mart")
+            for (c,) in con.execute(
+                "SELECT DISTINCT category FROM read_parquet(?)",
+                [demo.lake.parquet_glob(org, "products")],
+            ).fetchall()
+        }
+    words = {w.strip("?!.,\"'").lower() for w in EXAMPLES.split()}
+    assert categories and not {c for c in categories if c in words or c.rstrip("s") in words}
