@@ -8,7 +8,10 @@
     benchmarks        make bench: testing and the production packages
     tests             anything
 
-The core (crow, models, indexes) never imports ray; no production package (crow, models,
+Inside crow the concepts are layered too (CROW_LAYERS): the foundations (ids, settings,
+metrics, auth), then data and the chat store, retrieval, chat (service, Q&A, agent), the
+HTTP API, and the composition root crow.app on top; a module imports its own layer or
+those below. The core (crow, models, indexes) never imports ray; no production package (crow, models,
 indexes, deployments, jobs) imports tests, benchmarks or a testing module (the testing
 package, models.testing, models.testing_embed), nor Ray's private API. Test modules take
 helpers from conftest.py or helper modules, never from another test module. Every import
@@ -44,6 +47,18 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
 }
 """Each of our top-level packages, and the others it may import."""
 OURS = frozenset(MAY_IMPORT)
+CROW_LAYERS: tuple[frozenset[str], ...] = (
+    frozenset(
+        {"crow.ids", "crow.settings", "crow.settings_env", "crow.config_source", "crow.metrics"}
+        | {"crow.auth"}
+    ),
+    frozenset({"crow.data", "crow.store"}),
+    frozenset({"crow.retrieval", "crow.facades"}),
+    frozenset({"crow.chat", "crow.services"}),
+    frozenset({"crow.api"}),
+    frozenset({"crow.app"}),
+)
+"""crow's concepts (a module, or a subpackage with everything in it), lowest first."""
 TESTING_MODULES = ("testing", "models.testing", "models.testing_embed")
 """Harness modules: tests and benchmarks import them, production code never does."""
 
@@ -159,6 +174,36 @@ def test_each_package_imports_only_the_packages_below_it():
         if i.target in OURS and i.target != i.source and i.target not in MAY_IMPORT[i.source]
     ]
     fail_on(bad, "imports against the layering (see this module's docstring)")
+
+
+def crow_layer(name: str) -> int | None:
+    """The CROW_LAYERS index of a crow module or of the module an imported name lives in."""
+    parts = name.split(".")
+    for n in range(len(parts), 1, -1):
+        prefix = ".".join(parts[:n])
+        for level, concepts in enumerate(CROW_LAYERS):
+            if prefix in concepts:
+                return level
+    return None
+
+
+def test_every_crow_module_has_a_layer():
+    modules = {i.importer for i in all_imports() if i.source == "crow"}
+    unplaced = sorted(m for m in modules if m != "crow" and crow_layer(m) is None)
+    assert not unplaced, f"add these to CROW_LAYERS: {unplaced}"
+
+
+def test_crow_modules_import_their_own_layer_or_below():
+    bad = [
+        i
+        for i in all_imports()
+        if i.source == "crow"
+        and i.target == "crow"
+        and (low := crow_layer(i.importer)) is not None
+        and (high := crow_layer(i.name)) is not None
+        and high > low
+    ]
+    fail_on(bad, "crow imports against its layers (CROW_LAYERS, lowest first)")
 
 
 def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
