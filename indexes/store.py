@@ -29,11 +29,13 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from indexes.vector_index import IDS_FILE, INDEX_FILE, IndexParams, VectorIndex
 
-COLLECTIONS = frozenset({"products", "interactions", "patterns", "org_context"})
+IndexCollection = Literal["products", "interactions", "patterns", "org_context"]
+"""The searchable collections (org_context is built from the documents dataset)."""
+COLLECTIONS: tuple[str, ...] = get_args(IndexCollection)
 ORG_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 VERSION_RE = re.compile(r"^v\d{8}T\d{6}\d{6}Z-[0-9a-f]{6}$")
 META_FILE = "meta.json"

@@ -15,6 +15,7 @@ from crow.data.ingest import validate_rows
 from crow.data.upload import IngestRejected
 from crow.retrieval.index_build import texts_for
 from crow.services import need
+from indexes.store import IndexCollection
 
 router = APIRouter(prefix="/api/v1/qna", tags=["knowledge base"])
 
@@ -28,7 +29,7 @@ class DocumentIn(BaseModel):
     body: str = Field(min_length=1, max_length=200_000)
 
 
-ReindexCollection = Literal["products", "interactions", "patterns", "org_context"]
+ReindexCollection = IndexCollection
 
 
 def _org_context_only() -> list[ReindexCollection]:

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Query
 
 from crow.api.deps import OrgDep, ServicesDep, require_path_org, search_allowed
 from crow.api.errors import ApiError
-from crow.data.records import PatternType
+from crow.data.records import Channel, PatternType
 from crow.data.timewords import TimeWordError, resolve_range
 from crow.services import Services, need
 from indexes.filters import SearchFilter
@@ -118,7 +118,7 @@ async def search_interactions(
     org_id: PathOrg,
     services: ServicesDep,
     query: QueryText,
-    channel: Literal["web", "cctv", "social"] | None = None,
+    channel: Channel | None = None,
     since: When = None,
     until: When = None,
     limit: Limit = 10,
@@ -135,7 +135,7 @@ async def search_interactions(
 async def interaction_summary(
     org_id: PathOrg,
     services: ServicesDep,
-    channel: Literal["web", "cctv", "social"] | None = None,
+    channel: Channel | None = None,
     since: When = None,
     until: When = None,
 ) -> dict[str, Any]:

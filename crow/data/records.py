@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -17,16 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from crow.ids import ROW_ID_PATTERN
 
 Channel = Literal["web", "cctv", "social"]
-CHANNELS: tuple[str, ...] = ("web", "cctv", "social")
+CHANNELS: tuple[str, ...] = get_args(Channel)
 PatternType = Literal["trend", "anomaly", "segment", "seasonal", "churn-risk", "affinity"]
-PATTERN_TYPES: tuple[str, ...] = (
-    "trend",
-    "anomaly",
-    "segment",
-    "seasonal",
-    "churn-risk",
-    "affinity",
-)
+PATTERN_TYPES: tuple[str, ...] = get_args(PatternType)
 Scalar = str | int | float | bool | None
 
 _TS = pa.timestamp("us", tz="UTC")

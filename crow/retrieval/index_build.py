@@ -44,12 +44,12 @@ import pyarrow.parquet as pq
 
 from crow.data.lake import DataLake
 from crow.data.records import get_collection
-from indexes.store import IndexMeta, IndexNotFoundError, IndexStore, fault_point
+from indexes.store import COLLECTIONS, IndexMeta, IndexNotFoundError, IndexStore, fault_point
 from indexes.vector_index import IndexParams, VectorIndex
 
 log = logging.getLogger(__name__)
 
-INDEX_COLLECTIONS: tuple[str, ...] = ("products", "interactions", "patterns", "org_context")
+INDEX_COLLECTIONS: tuple[str, ...] = COLLECTIONS
 DATASET_OF: dict[str, str] = {
     "products": "products",
     "interactions": "interactions",

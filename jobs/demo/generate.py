@@ -11,10 +11,10 @@ from collections.abc import Iterator
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
+from crow.data.records import CHANNELS
 from jobs.demo.profile import OrgProfile
 
 DAYS = 90
-CHANNELS = ("web", "cctv", "social")
 
 
 def _rng(seed: int, org: OrgProfile, what: str) -> random.Random:

@@ -16,6 +16,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from crow.chat.agent.context import ToolContext
 from crow.chat.agent.cues import names_no_topic
 from crow.chat.agent.sources import Source
+from crow.data.records import Channel as DataChannel
 from crow.data.records import PatternType
 from crow.data.timewords import resolve_range
 from indexes.filters import SearchFilter
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 
 # "all" is a value a small model can write where it would otherwise invent a channel.
 Channel = Annotated[
-    Literal["all", "web", "cctv", "social"] | None,
+    Literal["all", DataChannel] | None,
     AfterValidator(lambda v: None if v == "all" else v),
 ]
 _SNIPPET = 400
