@@ -1,0 +1,143 @@
+"""Answer checks (crow.chat.agent.checks) and cues: no false positives on strong-model answers,
+one correction round, a composed answer that says so."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from crow.chat.agent.loop import Agent
+from models.messages import AssistantTurn
+from models.testing import ScriptedChatModel
+from tests.agent_support import call, ctx_for, run
+from tests.demo_env import build_demo_env
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    return build_demo_env(tmp_path_factory.mktemp("var"))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "## Interactions\n\nYou have **3,000** interactions in total.\n\n**Key takeaway:** web leads.",
+        "- **Busiest channel:** web\n- **Share online:** 45%\n- Total: about 3,000",
+        "**Key Takeaway**: roughly 3k interactions, 45.5% of them on the web.",
+        "You had 3,000 interactions in 2026; that is up 12% on last year.",
+        "| Channel | Share |\n|---|---|\n| Web | 45% |\n| CCTV | 30% |",
+        "From September 1 to November 29, 2026 you had **3,000** interactions.",
+        "Your interactions run from September 1 to November 29, 2026.",
+        "Between 2026-09-01 and 2026-11-29 (the 29th of Nov), 3,000 interactions; the last at 22:58.",
+    ],
+)
+def test_a_strong_model_style_answer_passes_every_check_unchanged(demo, text):
+    model = ScriptedChatModel([call("get_interaction_summary"), AssistantTurn(text=text)])
+    answer = run(Agent(model), ctx_for(demo), "How many interactions do we have?")
+    model.assert_complete()
+    assert answer.fallback is None and answer.content == text
+
+
+def test_a_wrong_count_gets_one_correction_round(demo):
+    model = ScriptedChatModel(
+        [
+            call("get_interaction_summary"),
+            AssistantTurn(text="There are 2,140 interactions."),
+            AssistantTurn(text="There are 3,000 interactions."),
+        ]
+    )
+    answer = run(Agent(model), ctx_for(demo), "How many interactions do we have?")
+    correction = model.calls[2].messages[-1]
+    assert (
+        correction.role == "user"
+        and "2,140" in correction.content
+        and "3,000" in correction.content
+    )
+    assert model.calls[2].params.tool_choice == "none"
+    assert answer.content == "There are 3,000 interactions." and answer.fallback is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "There are 2,140 web interactions.",
+        "We have 1234 interactions since 2026.",
+        "To count them, use the `get_interaction_summary` function with no filters.",
+        '```json\n{"total_interactions": 3000}\n```',
+        "",
+    ],
+)
+def test_an_answer_wrong_twice_is_composed_and_says_so(demo, text):
+    model = ScriptedChatModel(
+        [call("get_interaction_summary"), AssistantTurn(text=text), AssistantTurn(text=text)]
+    )
+    answer = run(Agent(model), ctx_for(demo), "How many interactions do we have?")
+    model.assert_complete()
+    assert answer.fallback == "composed" and "3,000" in answer.content
+
+
+def test_an_echoed_search_result_is_composed_into_a_list_with_footnotes(demo):
+    echo = lambda messages, tools, params: AssistantTurn(  # noqa: E731
+        text=next(m.content for m in reversed(messages) if m.role == "tool")
+    )
+    model = ScriptedChatModel([call("search_products", query="dome tent", limit=2), echo, echo])
+    answer = run(Agent(model), ctx_for(demo), "Show me dome tents")
+    body, notes = answer.content.split("\n\n", 1)
+    assert body.startswith("Products:\n- **") and notes.startswith('[1] Product: "')
+    assert len(answer.sources) == 2 and answer.fallback == "composed"
+
+
+def test_an_answer_naming_a_product_no_tool_returned_is_corrected(demo):
+    def title(messages) -> str:
+        tool = next(m for m in reversed(messages) if m.role == "tool")
+        return json.loads(tool.content)["products"][0]["title"]
+
+    model = ScriptedChatModel(
+        [
+            call("search_products", query="dome tent", limit=2),
+            lambda m, t, p: AssistantTurn(
+                text=f"- **{title(m)}**: popular\n- **Glacier Explorer Tent** is new"
+            ),
+            lambda m, t, p: AssistantTurn(text=f"- **{title(m)}**: popular"),
+        ]
+    )
+    answer = run(Agent(model), ctx_for(demo), "Show me dome tents")
+    assert "Glacier Explorer Tent" in model.calls[2].messages[-1].content
+    assert answer.fallback is None and "Glacier" not in answer.content
+
+
+@pytest.mark.parametrize(
+    ("message", "small_talk"),
+    [
+        ("Hello there!", True),
+        ("thanks a lot", True),
+        ("Good morning", True),
+        ("Who are you?", True),
+        ("Hi, how many interactions do we have?", False),
+        ("hey, show me top products", False),
+        ("What is our return policy?", False),
+        ("ok", True),
+    ],
+)
+def test_small_talk_cues(message, small_talk):
+    from crow.chat.agent.cues import is_small_talk
+
+    assert is_small_talk(message) is small_talk
+
+
+@pytest.mark.parametrize(
+    ("message", "count"),
+    [
+        ("How many store visits did we get last month?", True),
+        ("number of social posts about tents", True),
+        ("Total online orders, please", True),
+        ("How many products do we sell?", False),
+        ("Show me recent complaints", False),
+        ("How many interactions mention jackets?", True),
+    ],
+)
+def test_count_cues(message, count):
+    from crow.chat.agent.cues import is_count_question
+
+    assert is_count_question(message) is count
