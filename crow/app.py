@@ -29,14 +29,13 @@ from crow.chat.service import ChatService
 from crow.data.analytics import Analytics
 from crow.data.lake import DataLake
 from crow.metrics import Metrics
-from crow.retrieval.index_build import INDEX_COLLECTIONS, build_index
+from crow.retrieval.index_build import INDEX_COLLECTIONS, build_index, index_params
 from crow.retrieval.index_control import IndexControl
 from crow.retrieval.search import SearchService
 from crow.services import Services, ThreadProxy
 from crow.settings import AppSettings, read_secret
 from crow.store.chat_store import ChatStore
 from indexes.store import IndexStore
-from indexes.vector_index import IndexParams
 from models.chat import ChatModel
 from models.embedder import Embedder
 
@@ -58,11 +57,10 @@ def open_search(settings: AppSettings) -> SearchService:
     """The retriever: every (org, collection) index under ``index_dir``, searched with the
     configured exact / IVF parameters."""
     settings.index_dir.mkdir(parents=True, exist_ok=True)
-    search = settings.search
     return SearchService(
         DataLake(settings.data_dir),
         IndexStore(settings.index_dir),
-        params=IndexParams(exact_threshold=search.exact_threshold, nprobe=search.nprobe),
+        params=index_params(settings.search),
     )
 
 

@@ -118,6 +118,7 @@ class StoreFacade(Protocol):
         rows_done: int | None = None,
         rows_total: int | None = None,
         detail: str | None = None,
+        timings: dict[str, float] | None = None,
     ) -> Awaitable[None]: ...
     def get_job_run(self, org_id: str, job_id: str) -> Awaitable[Row | None]: ...
     def claim_answer(

@@ -299,6 +299,14 @@ class ReindexSettings(_Section):
         ge=0,
         description="GPUs per embedding actor; a fraction (e.g. 0.5) lets actors share a GPU.",
     )
+    in_process_max_rows: int = Field(
+        50_000,
+        ge=0,
+        description="A full reindex of at most this many rows runs in the ReindexControl "
+        "replica, embedding through the Embedder deployment, without a Ray Job's start-up "
+        "(same build and publish); larger ones, and incremental ones, are Ray Jobs. 0: always "
+        "a Ray Job.",
+    )
     driver_num_cpus: float = Field(
         0.0,
         ge=0,

@@ -36,6 +36,12 @@ class EmbedderDeployment:
             return np.zeros((0, self.embedder.dim), dtype=np.float32)
         return np.stack(await asyncio.gather(*(self._embed_batch(t) for t in texts)))
 
+    async def embed_rows(self, texts: list[str]) -> np.ndarray:
+        """A reindex batch: one encode call off the event loop (no per-text batching)."""
+        if not texts:
+            return np.zeros((0, self.embedder.dim), dtype=np.float32)
+        return await asyncio.to_thread(self.embedder.embed, texts)
+
     def info(self) -> dict[str, Any]:
         return {"model": self.embedder.name, "dim": self.embedder.dim}
 

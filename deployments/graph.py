@@ -54,7 +54,9 @@ def build_app(args: dict[str, Any]) -> Application:
         embedder=embedder,
         retriever=retriever,
         analytics=analytics,
-        reindex=as_deployment(ReindexControlDeployment).bind(settings, chat_store, retriever),
+        reindex=as_deployment(ReindexControlDeployment).bind(
+            settings, chat_store, retriever, embedder
+        ),
         orchestrator=orchestrator,
         llm=llm,
     )

@@ -1,4 +1,5 @@
-"""ReindexControl deployment: submits reindex Ray Jobs, tracks them, runs the cron schedule."""
+"""ReindexControl deployment: runs small reindexes itself, submits larger ones as Ray Jobs,
+tracks them, runs the cron schedule."""
 
 from __future__ import annotations
 
@@ -7,12 +8,13 @@ import logging
 import sys
 from typing import Any
 
+import numpy as np
 from ray import serve
 from ray.job_submission import JobStatus, JobSubmissionClient
 from ray.serve.handle import DeploymentHandle
 
 from crow.config_source import app_args_env
-from crow.retrieval.index_build import INDEX_COLLECTIONS
+from crow.retrieval.index_build import DATASET_OF, INDEX_COLLECTIONS
 from crow.retrieval.index_control import IndexControl
 from crow.settings import AppSettings
 from crow.store.chat_store import JobState
@@ -32,11 +34,19 @@ class ReindexControlDeployment(IndexControl):
         settings: AppSettings,
         chat_store: DeploymentHandle[Any],
         retriever: DeploymentHandle[Any],
+        embedder: DeploymentHandle[Any],
     ) -> None:
         async def notify() -> None:
             await retriever.refresh.remote()
 
-        super().__init__(settings, HandleProxy(chat_store), notify=notify)
+        timeout_s = settings.timeouts.embed_s * 4  # one reindex batch, queued behind requests
+
+        def embed(texts: list[str]) -> np.ndarray:
+            """From the build thread: one batch through the Embedder deployment."""
+            vectors: np.ndarray = embedder.embed_rows.remote(texts).result(timeout_s=timeout_s)
+            return vectors
+
+        super().__init__(settings, HandleProxy(chat_store), embed=embed, notify=notify)
         await asyncio.to_thread(self.lake.recover)  # a writer killed before this start left files
         self._args = settings.model_dump(mode="json")  # what the jobs it submits read
         self._client: JobSubmissionClient | None = None
@@ -50,6 +60,25 @@ class ReindexControlDeployment(IndexControl):
         return self._client
 
     async def _start(self, org_id: str, job_id: str, collections: list[str], full: bool) -> None:
+        """A small full reindex in this replica (IndexControl: the same build and publish as
+        the job's, embedding through the Embedder deployment), anything else a Ray Job."""
+        if full and await self._small(org_id, collections):
+            log.info("reindex %s of %s %s: in this replica", job_id, org_id, collections)
+            await super()._start(org_id, job_id, collections, full)
+        else:
+            await self._submit_job(org_id, job_id, collections, full)
+
+    async def _small(self, org_id: str, collections: list[str]) -> bool:
+        limit = self.settings.reindex.in_process_max_rows
+
+        def rows() -> int:
+            return sum(self.lake.count(org_id, DATASET_OF[c]) for c in collections)
+
+        return limit > 0 and await asyncio.to_thread(rows) <= limit
+
+    async def _submit_job(
+        self, org_id: str, job_id: str, collections: list[str], full: bool
+    ) -> None:
         command = [
             sys.executable,
             "-m",

@@ -33,8 +33,10 @@ class JobRecorder:
         self._store = store or StoreAccess(settings, app=app)
         self._fields: dict[str, Any] = {}  # progress not recorded yet
         self._versions: list[tuple[str, Any]] = []  # index versions not recorded yet
-        if self._store.call("get_job_run", org_id, job_id) is None:
-            self._store.call("create_job_run", org_id, "reindex", job_id=job_id)
+        job = self._store.call("get_job_run", org_id, job_id)
+        if job is None:
+            job = self._store.call("create_job_run", org_id, "reindex", job_id=job_id)
+        self.created_at: str | None = job.get("created_at") if job else None
 
     def update(self, **fields: Any) -> None:
         """Record progress now if the store answers soon, else with the next record."""

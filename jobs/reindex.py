@@ -35,6 +35,7 @@ from crow.retrieval.index_build import (
     DATASET_OF,
     INDEX_COLLECTIONS,
     add_to_index,
+    index_params,
     merge_source,
     publish_full_build,
     read_snapshot,
@@ -42,10 +43,10 @@ from crow.retrieval.index_build import (
     texts_for,
 )
 from crow.retrieval.index_control import describe_source, load_source_records
+from crow.retrieval.stages import Stages
 from crow.settings import AppSettings, EmbedderSettings
 from crow.settings_env import JOB_ID_ENV
 from indexes.store import IndexMeta, IndexNotFoundError, IndexStore
-from indexes.vector_index import IndexParams
 from jobs.job_record import JobRecorder
 from models.embedder import EmbeddingDimError, check_index_dim, embedding_dim, same_model
 
@@ -105,12 +106,29 @@ def embed_with_ray(
 
 
 def reindex_collection(
-    settings: AppSettings, org_id: str, collection: str, *, full: bool, recorder: JobRecorder
+    settings: AppSettings,
+    org_id: str,
+    collection: str,
+    *,
+    full: bool,
+    recorder: JobRecorder,
+    stages: Stages | None = None,
+) -> dict[str, Any]:
+    stages = stages or Stages()
+    with stages.collection():
+        return _reindex_collection(settings, org_id, collection, full, recorder, stages)
+
+
+def _reindex_collection(
+    settings: AppSettings,
+    org_id: str,
+    collection: str,
+    full: bool,
+    recorder: JobRecorder,
+    stages: Stages,
 ) -> dict[str, Any]:
     lake, store = DataLake(settings.data_dir), IndexStore(settings.index_dir)
-    params = IndexParams(
-        exact_threshold=settings.search.exact_threshold, nprobe=settings.search.nprobe
-    )
+    params = index_params(settings.search)
     detail: dict[str, Any] = {"collection": collection, "mode": "full" if full else "incremental"}
     current = _current_meta(store, org_id, collection)
     indexed = (current.model, current.dim) if current is not None else None
@@ -119,13 +137,20 @@ def reindex_collection(
     source = None
     if full and collection == "org_context":
         recorder.update(detail="org_context: reading the knowledge source")
-        if loaded := load_source_records(settings, org_id):
+        with stages.timed("source_s"):
+            loaded = load_source_records(settings, org_id)
+        if loaded:
             records, info = loaded
             detail.update(info)
             source = source_table(records)
             recorder.update(detail=describe_source(info))
     dataset = DATASET_OF[collection]
     started = time.perf_counter()
+
+    def rows_done(n: int) -> None:
+        stages.first_vectors()
+        recorder.update(rows_done=n)
+
     model = settings.embedder.model
     tmp_root = settings.var_dir / "tmp"
     meta, remove = None, []
@@ -142,9 +167,8 @@ def reindex_collection(
         )
 
         def embed_table(rows: pa.Table, paths: list[str] | None = None) -> np.ndarray:
-            return _embed_table(
-                settings, collection, rows, paths, tmp_root, lambda n: recorder.update(rows_done=n)
-            )
+            with stages.timed("embed_s"):
+                return _embed_table(settings, collection, rows, paths, tmp_root, rows_done)
 
         direct = list(now.fingerprint) if source is None and dataset != "documents" else None
         vectors = embed_table(table, direct) if table.num_rows else None
@@ -183,9 +207,8 @@ def reindex_collection(
         vectors = None
         if todo:
             subset = table.filter(pc.is_in(table["id"], value_set=pa.array(todo)))
-            vectors = _embed_table(
-                settings, collection, subset, None, tmp_root, lambda n: recorder.update(rows_done=n)
-            )
+            with stages.timed("embed_s"):
+                vectors = _embed_table(settings, collection, subset, None, tmp_root, rows_done)
             ids = cast(list[str], subset["id"].to_pylist())  # a required column: no nulls
         if vectors is not None or remove:
             vecs = (
@@ -325,12 +348,19 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     ray.init(address=os.environ.get("RAY_ADDRESS"), ignore_reinit_error=True, log_to_driver=True)
     recorder = JobRecorder(settings, args.org, args.job_id)
+    stages = Stages(recorder.created_at)
     done, notes = 0, ["done"]
     try:
         for collection in args.collection or INDEX_COLLECTIONS:
             result = reindex_collection(
-                settings, args.org, collection, full=not args.incremental, recorder=recorder
+                settings,
+                args.org,
+                collection,
+                full=not args.incremental,
+                recorder=recorder,
+                stages=stages,
             )
+            recorder.update(timings=stages.record())
             done += result["rows"]
             if "source_kind" in result:
                 notes.append(describe_source(result))
@@ -338,12 +368,18 @@ def main(argv: list[str] | None = None) -> int:
                 notes.append(result["model_change"])
             print(f"{args.org}/{collection}: {result}", flush=True)
         notify_retrievers()
-        recorder.update(state="succeeded", rows_done=done, detail="; ".join(notes)[:1000])
+        recorder.update(
+            state="succeeded",
+            rows_done=done,
+            detail="; ".join(notes)[:1000],
+            timings=stages.record(),
+        )
         return 0
     except BaseException as exc:
         recorder.update(
             state="failed" if isinstance(exc, Exception) else "stopped",
             detail=f"{type(exc).__name__}: {exc}"[:1000],
+            timings=stages.record(),
         )
         raise
     finally:

@@ -44,6 +44,7 @@ import pyarrow.parquet as pq
 
 from crow.data.lake import DataLake
 from crow.data.records import get_collection
+from crow.settings import SearchSettings
 from indexes.store import COLLECTIONS, IndexMeta, IndexNotFoundError, IndexStore, fault_point
 from indexes.vector_index import IndexParams, VectorIndex
 
@@ -63,6 +64,11 @@ TEXT_COLUMNS: dict[str, tuple[str, ...]] = {
     "org_context": ("title", "context_type", "body"),
 }
 MAX_TEXT_CHARS = 2000  # beyond this the small embedder truncates anyway
+
+
+def index_params(search: SearchSettings) -> IndexParams:
+    """The FAISS parameters every index is built and searched with (search.* settings)."""
+    return IndexParams(exact_threshold=search.exact_threshold, nprobe=search.nprobe)
 
 
 def texts_for(collection: str, columns: Mapping[str, Sequence[Any]]) -> list[str]:

@@ -26,7 +26,14 @@ from crow.data import knowledge_source
 from crow.data.lake import DataLake
 from crow.facades import StoreFacade
 from crow.ids import new_id
-from crow.retrieval.index_build import INDEX_COLLECTIONS, add_to_index, build_index
+from crow.retrieval.index_build import (
+    DATASET_OF,
+    INDEX_COLLECTIONS,
+    add_to_index,
+    build_index,
+    index_params,
+)
+from crow.retrieval.stages import Stages
 from crow.settings import AppSettings
 from indexes.store import IndexStore
 
@@ -118,6 +125,7 @@ class IndexControl:
                     [r["id"] for r in records],
                     vectors,
                     model=self.settings.embedder.model,
+                    params=index_params(self.settings.search),
                 )
             return meta.version
 
@@ -149,41 +157,58 @@ class IndexControl:
         task.add_done_callback(self._tasks.discard)
 
     async def _run_here(self, org_id: str, job_id: str, collections: list[str], full: bool) -> None:
+        """The reindex in this process, recorded as a Ray Job records it: state, rows done of
+        rows total as it goes, the detail, and seconds per stage (crow.retrieval.stages)."""
         if self.embed is None:
             raise RuntimeError("this indexer has no embedder to run reindexes in-process")
-        await self.store.update_job_run(org_id, job_id, state="running")
+        job = await self.store.get_job_run(org_id, job_id)
+        stages = Stages(job["created_at"] if job else None)
+        embed = stages.timed_embed(self.embed)
+        total = sum(self.lake.count(org_id, DATASET_OF[c]) for c in collections)
+        await self.store.update_job_run(org_id, job_id, state="running", rows_total=total)
+        loop = asyncio.get_running_loop()
+
+        async def record(rows_done: int) -> None:
+            await self.store.update_job_run(org_id, job_id, rows_done=rows_done)
+
         done, notes, step = 0, [], "starting"
         try:
             for collection in collections:
 
-                def progress(n: int, total: int, c: str = collection) -> None:
-                    log.debug("%s/%s: %d/%d", org_id, c, n, total)
+                def progress(n: int, _: int, base: int = done) -> None:  # from the build thread
+                    asyncio.run_coroutine_threadsafe(record(base + n), loop)
 
                 records: list[dict[str, Any]] | None = None
                 extra: dict[str, Any] = {}
-                if full and collection == "org_context":
-                    step = "org_context: reading the knowledge source"
-                    if loaded := await asyncio.to_thread(
-                        load_source_records, self.settings, org_id
-                    ):
-                        records, extra = loaded
-                        notes.append(describe_source(extra))
-                        await self.store.update_job_run(org_id, job_id, detail=notes[-1])
-                step = f"{collection}: building the index"
-                meta = await asyncio.to_thread(
-                    build_index,
-                    self.lake,
-                    self.index_store,
-                    self.embed,
-                    org_id,
-                    collection,
-                    model=self.settings.embedder.model,
-                    on_progress=progress,
-                    source_records=records,
-                    extra=extra,
-                )
+                with stages.collection():
+                    if full and collection == "org_context":
+                        step = "org_context: reading the knowledge source"
+                        with stages.timed("source_s"):
+                            loaded = await asyncio.to_thread(
+                                load_source_records, self.settings, org_id
+                            )
+                        if loaded:
+                            records, extra = loaded
+                            notes.append(describe_source(extra))
+                            await self.store.update_job_run(org_id, job_id, detail=notes[-1])
+                    step = f"{collection}: building the index"
+                    meta = await asyncio.to_thread(
+                        build_index,
+                        self.lake,
+                        self.index_store,
+                        embed,
+                        org_id,
+                        collection,
+                        model=self.settings.embedder.model,
+                        params=index_params(self.settings.search),
+                        on_progress=progress,
+                        source_records=records,
+                        extra=extra,
+                    )
                 done += meta.count
-                await self.store.update_job_run(org_id, job_id, rows_done=done)
+                await self.store.update_job_run(
+                    org_id, job_id, rows_done=done, timings=stages.record()
+                )
                 await self.store.record_index_version(
                     org_id,
                     collection,
@@ -198,13 +223,19 @@ class IndexControl:
                 org_id,
                 job_id,
                 state="succeeded",
+                rows_done=done,
                 rows_total=done,
                 detail="; ".join(["done", *notes])[:1000],
+                timings=stages.record(),
             )
         except Exception as exc:
             log.exception("reindex %s failed", job_id)
             await self.store.update_job_run(
-                org_id, job_id, state="failed", detail=f"{step}: {type(exc).__name__}: {exc}"[:1000]
+                org_id,
+                job_id,
+                state="failed",
+                detail=f"{step}: {type(exc).__name__}: {exc}"[:1000],
+                timings=stages.record(),
             )
 
     async def status(self, org_id: str, job_id: str) -> dict[str, Any] | None:

@@ -224,7 +224,7 @@ class ChatStore(Access, A2AState):
                 if running is not None:
                     return {**self._seen_job_run(org_id, running), "already_running": True}
             self._con.execute(
-                "INSERT INTO job_runs VALUES (?, ?, ?, 'pending', 0, NULL, NULL, ?, ?, ?)",
+                "INSERT INTO job_runs VALUES (?, ?, ?, 'pending', 0, NULL, NULL, ?, ?, ?, NULL)",
                 [jid, org_id, kind, now, now, json.dumps(collections or [])],
             )
             return self._seen_job_run(org_id, jid)
@@ -238,14 +238,26 @@ class ChatStore(Access, A2AState):
         rows_done: int | None = None,
         rows_total: int | None = None,
         detail: str | None = None,
+        timings: dict[str, float] | None = None,
     ) -> None:
+        """Set what is given; ``timings`` (seconds per stage) replaces the recorded ones."""
         self._query(
             """
             UPDATE job_runs SET state = coalesce(?, state), rows_done = coalesce(?, rows_done),
-                rows_total = coalesce(?, rows_total), detail = coalesce(?, detail), updated_at = ?
+                rows_total = coalesce(?, rows_total), detail = coalesce(?, detail),
+                timings = coalesce(?, timings), updated_at = ?
             WHERE id = ? AND org_id = ?
             """,
-            [state, rows_done, rows_total, detail, db.now(), job_id, org_id],
+            [
+                state,
+                rows_done,
+                rows_total,
+                detail,
+                None if timings is None else json.dumps(timings),
+                db.now(),
+                job_id,
+                org_id,
+            ],
         )
 
     def get_job_run(self, org_id: str, job_id: str) -> dict[str, Any] | None:
@@ -271,6 +283,7 @@ class ChatStore(Access, A2AState):
         return {
             **r,
             "collections": json.loads(r["collections"] or "[]"),
+            "timings": json.loads(r["timings"] or "{}"),
             "created_at": db.iso(r["created_at"]),
             "updated_at": db.iso(r["updated_at"]),
         }

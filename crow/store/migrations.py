@@ -162,12 +162,18 @@ def m005_answer_claims(con: duckdb.DuckDBPyConnection) -> None:
     )
 
 
+def m006_job_timings(con: duckdb.DuckDBPyConnection) -> None:
+    # Seconds per stage of a reindex (crow.retrieval.stages), as a JSON object.
+    con.execute("ALTER TABLE job_runs ADD COLUMN timings VARCHAR")
+
+
 MIGRATIONS: list[Migration] = [
     m001_core,
     m002_indexes_and_jobs,
     m003_keys_and_usage,
     m004_a2a,
     m005_answer_claims,
+    m006_job_timings,
 ]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import NamedTuple
 
@@ -116,6 +117,27 @@ def test_chat_through_the_graph(app):
         f"{url}/api/v1/chat/sessions/{session['id']}/messages", headers=headers
     ).json()
     assert [m["role"] for m in history["messages"]] == ["user", "assistant"] * 2
+
+
+def test_a_small_reindex_runs_in_the_reindex_replica_and_is_searchable(app):
+    """Below reindex.in_process_max_rows, ReindexControl builds the index itself through the
+    Embedder deployment (no Ray Job): the record moves like a job's and says per stage where
+    the time went; the new version is searched at once."""
+    url = app.url
+    r = httpx.post(f"{url}/api/v1/qna/reindex", json={"collections": ["patterns"]}, headers=app.ha)
+    assert r.status_code == 202, r.text
+    status = f"{url}/api/v1/qna/reindex/{r.json()['id']}"
+    deadline = time.monotonic() + 120
+    while (job := httpx.get(status, headers=app.ha).json())["state"] in {"pending", "running"}:
+        assert time.monotonic() < deadline, job
+        time.sleep(0.2)
+    assert job["state"] == "succeeded", job
+    assert job["rows_done"] == job["rows_total"] == 40
+    assert {"start_s", "embed_s", "index_s", "total_s"} <= set(job["timings"])
+    assert "ray_status" not in job  # not a Ray Job
+    search = f"{url}/api/v1/patterns/organization/{ORG}/search"
+    hits = httpx.get(search, params={"query": "weekend"}, headers=app.ha)
+    assert hits.status_code == 200 and hits.json()["results"], hits.text
 
 
 def test_openai_compatible_routes_reach_the_same_llm(app):

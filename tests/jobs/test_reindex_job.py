@@ -356,8 +356,85 @@ def test_reindex_control_reserves_the_drivers_cpus() -> None:
             _jobs=Jobs, _args=args, settings=AppSettings.from_args(args)
         )
         asyncio.run(
-            ReindexControlDeployment.func_or_class._start(control, ORG, "job_1", ["products"], True)
+            ReindexControlDeployment.func_or_class._submit_job(
+                control, ORG, "job_1", ["products"], True
+            )
         )
         assert submitted[-1]["entrypoint_num_cpus"] == expected
         assert "--config env" in submitted[-1]["entrypoint"]
         assert submitted[-1]["runtime_env"] == {"env_vars": app_args_env(args)}
+
+
+@pytest.mark.real_model
+def test_a_small_reindex_in_process_publishes_the_index_the_ray_job_does(
+    ray_cluster, tmp_path, monkeypatch
+):
+    """The same data reindexed by the Ray Job and by IndexControl in this process (what the
+    ReindexControl replica runs for a small reindex): the same ids in the same order, the same
+    vectors (to float noise: the batches differ), the same index kind; both records carry
+    rows done of rows total and their seconds per stage."""
+    import asyncio
+
+    import numpy as np
+
+    from crow.retrieval.index_control import IndexControl
+    from crow.services import ThreadProxy
+    from models.embedder import SentenceTransformerEmbedder
+
+    var = tmp_path / "var"
+    seed(
+        [
+            "--data-root",
+            str(var / "data"),
+            "--end",
+            "2026-11-29",
+            "--org",
+            ORG,
+            "--interactions",
+            "200",
+        ]
+    )
+    for key, value in app_args_env({"var_dir": str(var), "reindex": {"batch_size": 64}}).items():
+        monkeypatch.setenv(key, value)
+    settings = settings_from_config_arg("env")
+    collections = ["patterns", "org_context"]
+    argv = ["--org", ORG, "--config", "env", "--job-id", "job_ray"]
+    assert reindex.main([*argv, *(a for c in collections for a in ("--collection", c))]) == 0
+
+    here = settings.model_copy(
+        update={"index_root": tmp_path / "here", "chat_db": tmp_path / "here.duckdb"}
+    )
+    chat = ChatStore(here.chat_db_path)
+    control = IndexControl(
+        here,
+        ThreadProxy(chat),
+        embed=SentenceTransformerEmbedder.from_settings(here.embedder).embed,
+    )
+
+    async def run_here() -> dict:
+        job = await control.submit(ORG, collections, True)
+        while control.busy:
+            await asyncio.sleep(0.05)
+        return await control.status(ORG, job["id"]) or {}
+
+    try:
+        local = asyncio.run(run_here())
+    finally:
+        chat.close()
+    ray_store = ChatStore(settings.chat_db_path)
+    try:
+        by_ray = ray_store.get_job_run(ORG, "job_ray")
+    finally:
+        ray_store.close()
+    stages = {"start_s", "embed_s", "embed_first_s", "index_s", "total_s"}
+    for job in (local, by_ray):
+        assert job["state"] == "succeeded" and job["rows_done"] == 65, job
+        assert stages <= set(job["timings"]), job["timings"]
+    assert local["rows_total"] == 65
+    for collection in collections:
+        a = IndexStore(settings.index_dir).load(ORG, collection)
+        b = IndexStore(here.index_dir).load(ORG, collection)
+        assert (a.kind, a.dim, a.count) == (b.kind, b.dim, b.count)
+        assert list(a.ids) == list(b.ids)
+        everything = np.arange(a.size)
+        np.testing.assert_allclose(a.vectors(everything), b.vectors(everything), atol=1e-5)

@@ -48,6 +48,11 @@ def test_jobs_and_index_versions_are_scoped(mem_store):
     assert mem_store.get_job_run(B, job["id"]) is None
     got = mem_store.get_job_run(A, job["id"])
     assert (got["state"], got["rows_done"], got["rows_total"]) == ("running", 5, 10)
+    assert got["timings"] == {}  # none recorded yet
+    mem_store.update_job_run(A, job["id"], timings={"start_s": 1.5, "embed_s": 2.0})
+    mem_store.update_job_run(A, job["id"], rows_done=7)  # other fields keep the timings
+    got = mem_store.get_job_run(A, job["id"])
+    assert got["timings"] == {"start_s": 1.5, "embed_s": 2.0} and got["rows_done"] == 7
     mem_store.record_index_version(A, "products", "v1", kind="flat", row_count=5, model="m")
     assert mem_store.list_index_versions(B) == []
     assert [v["version"] for v in mem_store.list_index_versions(A)] == ["v1"]
