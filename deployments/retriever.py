@@ -37,6 +37,9 @@ class RetrieverDeployment:
         """Called after a reindex: load newly published versions now."""
         return await asyncio.to_thread(self.service.refresh)
 
+    async def readiness(self, org_id: str) -> dict[str, str | None]:
+        return await asyncio.to_thread(self.service.readiness, org_id)
+
     def versions(self) -> dict[str, str]:
         return self.service.versions()
 

@@ -105,6 +105,21 @@ async def qna_reindex_status(job_id: str, org_id: OrgDep, services: ServicesDep)
     return job
 
 
+@router.get("/indexing", summary="Whether the organization's data is searchable yet")
+async def qna_indexing(org_id: OrgDep, services: ServicesDep) -> dict[str, Any]:
+    """Each searchable collection's published version (null: not searchable yet) and the
+    organization's latest reindex job, with its rows done of rows total: what the dashboard's
+    indexing banner shows while a first indexing runs."""
+    versions = await need(services.retriever, "retriever").readiness(org_id)
+    job = await services.store.latest_job_run(org_id, "reindex")
+    return {
+        "organization_id": org_id,
+        "searchable": all(versions.values()),
+        "collections": versions,
+        "job": job,
+    }
+
+
 @router.get("/reindex", summary="Reindex schedule of the organization", include_in_schema=True)
 async def qna_reindex_schedule(org_id: OrgDep, services: ServicesDep) -> dict[str, Any]:
     return await need(services.indexer, "indexer").schedule(org_id)

@@ -21,7 +21,7 @@ from crow.data.analytics import Analytics
 from crow.data.lake import DataLake
 from crow.retrieval.index_build import DATASET_OF
 from indexes.filters import SearchFilter, allowed_positions, ids_table
-from indexes.store import IndexNotFoundError, IndexStore
+from indexes.store import COLLECTIONS, IndexNotFoundError, IndexStore
 from indexes.vector_index import IndexParams, VectorIndex
 
 log = logging.getLogger(__name__)
@@ -101,6 +101,10 @@ class SearchService:
                 self._load(key, version)
             out["/".join(key)] = self._loaded[key].version
         return out
+
+    def readiness(self, org_id: str) -> dict[str, str | None]:
+        """The published version of each of the org's collections, None where none is yet."""
+        return {c: self.store.current(org_id, c) for c in COLLECTIONS}
 
     def versions(self) -> dict[str, str]:
         return {"/".join(k): v.version for k, v in self._loaded.items()}

@@ -264,6 +264,16 @@ class ChatStore(Access, A2AState):
         with self._lock:
             return self._job_run(org_id, job_id)
 
+    def latest_job_run(self, org_id: str, kind: str) -> dict[str, Any] | None:
+        """The org's most recent job of `kind`, or None."""
+        with self._lock:
+            row = self._con.execute(
+                "SELECT id FROM job_runs WHERE org_id = ? AND kind = ? "
+                "ORDER BY created_at DESC, id DESC LIMIT 1",
+                [org_id, kind],
+            ).fetchone()
+            return None if row is None else self._job_run(org_id, row[0])
+
     def _seen_job_run(self, org_id: str, job_id: str) -> dict[str, Any]:
         """A job run this call has just read or written under the lock: it is there."""
         job = self._job_run(org_id, job_id)

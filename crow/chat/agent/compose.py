@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from crow.chat.agent.runner import STILL_INDEXING
+
 RESULT_KEYS = ("total_interactions", "products", "interactions", "patterns", "documents", "error")
 ECHO_STOPS: tuple[str, ...] = tuple(f'{{"{key}"' for key in RESULT_KEYS)
 """Generation stops here: a model writing a tool's result back out is not answering."""
@@ -18,6 +20,11 @@ def compose(outputs: list[tuple[str, dict[str, Any]]]) -> str:
     """A plain answer from the tools' results, in the order they ran."""
     parts = [_one(name, content) for name, content in outputs if "error" not in content]
     parts = list(dict.fromkeys(p for p in parts if p))  # the same result once
+    if not parts and any(STILL_INDEXING in str(c.get("error")) for _, c in outputs):
+        return (
+            "Search over your data is still being prepared (it is being indexed right now). "
+            "Please try again in a minute."
+        )
     return "\n\n".join(parts) or "I could not find anything in your data for that question."
 
 

@@ -12,7 +12,13 @@ from typing import Any
 from crow.chat.agent.context import ToolContext
 from crow.chat.agent.sources import Source
 from crow.chat.agent.tools import Tool
+from indexes.store import IndexNotFoundError
 from models.messages import ToolCall
+
+STILL_INDEXING = (
+    "search is still being prepared: this organization's data is being indexed. "
+    "Tell the user to try again in a minute"
+)
 
 
 async def run_tool(
@@ -30,6 +36,8 @@ async def run_tool(
         content, sources, error = output.for_model(), output.sources, None
     except TimeoutError:
         error = f"the tool took longer than {timeout_s:g}s"
+    except IndexNotFoundError:  # a first indexing is running (or none has run yet)
+        error = STILL_INDEXING
     except Exception as exc:  # a failing tool is reported to the model
         error = f"{type(exc).__name__}: {exc}"[:300]
     if error is not None:

@@ -180,6 +180,34 @@ def test_indexing_one_document_makes_it_searchable_at_once(api, env, key_a):
     )
 
 
+def test_indexing_status_says_what_is_searchable_and_the_job_running(api, env, key_a):
+    """GET /api/v1/qna/indexing: the dashboard's banner. An organization without indexes is
+    not searchable; its reindex job shows with rows done of rows total, then it is."""
+    settings, lake, store, *_ = env
+    lake.register_org("new-shop", "New Shop")
+    lake.write("new-shop", "patterns", [lake.read_table(A, "patterns").to_pylist()[:5]])
+    key = key_headers(store, "new-shop")
+    status = api.get("/api/v1/qna/indexing", headers=key).json()
+    assert status["searchable"] is False and status["job"] is None
+    assert status["collections"] == dict.fromkeys(
+        ["products", "interactions", "patterns", "org_context"]
+    )
+    r = api.post("/api/v1/qna/reindex", json={"collections": ["patterns"]}, headers=key)
+    assert r.status_code == 202, r.text
+    deadline = time.monotonic() + 30
+    while (status := api.get("/api/v1/qna/indexing", headers=key).json())["job"]["state"] in {
+        "pending",
+        "running",
+    }:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    job = status["job"]
+    assert job["id"] == r.json()["id"] and job["state"] == "succeeded"
+    assert job["rows_done"] == job["rows_total"] == 5 and job["timings"]["total_s"] >= 0
+    assert status["collections"]["patterns"] and status["searchable"] is False  # 1 of 4 built
+    assert api.get("/api/v1/qna/indexing", headers=key_a).json()["searchable"] is True
+
+
 def test_reindex_job_runs_and_reports_progress(api, env, key_a):
     r = api.post(
         "/api/v1/qna/reindex", json={"collections": ["patterns", "org_context"]}, headers=key_a

@@ -267,3 +267,30 @@ def test_streamed_text_is_the_answer_and_footnotes_come_last(demo):
     streamed = "".join(e["text"] for e in seen if e["type"] == "text_delta")
     assert streamed.strip() == done.content.strip()
     assert kinds.index("sources") > max(i for i, k in enumerate(kinds) if k == "text_delta")
+
+
+def test_a_search_before_the_first_indexing_says_search_is_being_prepared(demo):
+    """An organization whose indexes are not built yet: the tool's result tells the model that
+    search is still being prepared (not a failure to explain), and an answer composed from
+    the results says so too."""
+    from crow.chat.agent.compose import compose
+    from crow.chat.agent.runner import STILL_INDEXING
+    from indexes.store import IndexNotFoundError
+
+    class NotIndexedYet:
+        async def search(self, *args, **kwargs):
+            raise IndexNotFoundError("no published index for acme-outdoor/products")
+
+    def relay(messages, tools, params) -> AssistantTurn:  # a model that says what it read
+        error = json.loads(messages[-1].content)["error"]
+        return AssistantTurn(text="Sorry: " + error.split("failed: ", 1)[1] + ".")
+
+    model = ScriptedChatModel([call("search_products", query="tents"), relay])
+    answer = run(Agent(model), ctx_for(demo, retriever=NotIndexedYet()), "Which tents sell?")
+    model.assert_complete()
+    assert answer.tool_steps[0]["ok"] is False and answer.tool_steps[0]["error"] == STILL_INDEXING
+    assert "still being prepared" in answer.content and answer.fallback is None
+    composed = compose(
+        [("search_products", {"error": f"search_products failed: {STILL_INDEXING}"})]
+    )
+    assert "still being prepared" in composed
