@@ -77,6 +77,8 @@ export const api = {
   createSession: (org) => request("POST", "/api/v1/chat/sessions", { org, body: {} }),
   deleteSession: (org, id) => request("DELETE", `/api/v1/chat/sessions/${enc(id)}`, { org }),
   messages: (org, id) => request("GET", `/api/v1/chat/sessions/${enc(id)}/messages?limit=100`, { org }),
+  /** What of the org's data is searchable yet, and its latest reindex job. */
+  indexing: (org) => request("GET", "/api/v1/qna/indexing", { org }),
 };
 
 /**

@@ -60,6 +60,7 @@ const el = {
   sourceDialog: $("source-dialog"),
   toast: $("toast"),
   forgetKey: $("forget-key"),
+  indexing: $("indexing"),
   signin: $("signin"),
   signinForm: $("signin-form"),
   signinNote: $("signin-note"),
@@ -658,6 +659,7 @@ async function switchOrg(org, { push = true, sessionId = null, reload = false } 
     renderSidebar();
   }
   const sessionsLoaded = changed ? refreshSessions() : Promise.resolve();
+  if (changed) checkIndexing(org);
   if (sessionId) await openSession(sessionId, { push });
   else {
     state.view += 1;
@@ -669,6 +671,43 @@ async function switchOrg(org, { push = true, sessionId = null, reload = false } 
   await sessionsLoaded;
   document.body.dataset.ready = "true";
   return true;
+}
+
+// ---------------------------------------------------------------- indexing banner
+
+const INDEXING_POLL_MS = 3000;
+let indexingTimer = null;
+
+function indexingText({ job }) {
+  const running = job && (job.state === "pending" || job.state === "running");
+  const n = (value) => Number(value || 0).toLocaleString("en-US");
+  if (running && job.rows_total) {
+    return `Indexing your data: ${n(job.rows_done)} of ${n(job.rows_total)} rows. ` +
+      "Searches and answers that need it will work when it is done.";
+  }
+  if (running) return "Indexing your data is starting…";
+  return "Your data is not searchable yet: it is waiting to be indexed.";
+}
+
+/** Show the banner while the org's data is being indexed (or not searchable yet). */
+async function checkIndexing(org = state.org) {
+  clearTimeout(indexingTimer);
+  if (!canUse(org)) return;
+  let status = null;
+  try {
+    status = await api.indexing(org);
+  } catch {
+    status = null; // no banner for a status that could not be read
+  }
+  if (org !== state.org) return;
+  const job = status?.job;
+  const running = job && (job.state === "pending" || job.state === "running");
+  const show = Boolean(status) && (running || !status.searchable);
+  el.indexing.hidden = !show;
+  if (show) {
+    el.indexing.textContent = indexingText(status);
+    indexingTimer = setTimeout(() => checkIndexing(org), INDEXING_POLL_MS);
+  }
 }
 
 // ---------------------------------------------------------------- keys and sign-in

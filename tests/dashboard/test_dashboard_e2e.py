@@ -23,6 +23,7 @@ import pytest
 from playwright import sync_api  # installed by `make test` (dev extra); no browser download
 
 from crow.api.app import create_app
+from crow.retrieval.index_control import IndexControl
 from crow.store.chat_store import ChatStore
 from models.chat import stream_turn
 from models.errors import ModelUnavailable
@@ -131,6 +132,8 @@ class Site(NamedTuple):
     url: str
     model: QuestionModel
     keys: dict[str, str]  # org -> its editor key
+    indexer: IndexControl  # the app's reindexes, in this process
+    store: ChatStore
 
     def headers(self, org: str = A) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.keys[org]}", "X-Organization-Id": org}
@@ -144,8 +147,9 @@ def site(tmp_path_factory):
     keys = {org: store.create_api_key(org, "editor", name="e2e")["key"] for org in (A, B)}
     model = QuestionModel()
     services = demo.services(model, store=store, index_control=True)
+    assert isinstance(services.indexer, IndexControl)
     with serve_in_thread(create_app(services), lifespan=True) as url:
-        site = Site(url, model, keys)
+        site = Site(url, model, keys, services.indexer, store)
         r = httpx.post(
             f"{url}/api/v1/qna/index",
             headers=site.headers(A),
@@ -661,3 +665,35 @@ def test_markdown_renderer_never_emits_markup_from_its_input(site, page):
         assert literal in joined, literal
     page.wait_for_timeout(200)
     assert page.evaluate("typeof window.__xss") == "undefined"
+
+
+def test_the_indexing_banner_shows_progress_until_the_data_is_searchable(site, page):
+    """An organization whose data is not indexed yet: the banner says so; during its reindex
+    (held at its first embedding batch) it shows rows done of rows total from the job record;
+    once every collection is searchable it goes away."""
+    org, lake = "slow-shop", site.indexer.lake
+    lake.register_org(org, "Slow Shop")
+    for dataset, n in (("products", 20), ("interactions", 20), ("patterns", 10), ("documents", 5)):
+        lake.write(org, dataset, [lake.read_table(A, dataset).slice(0, n).to_pylist()])
+    site.keys[org] = site.store.create_api_key(org, "editor", name="e2e")["key"]
+    gate, fast = threading.Event(), site.indexer.embed
+    assert fast is not None
+
+    def held(texts: list[str]):
+        gate.wait(30)
+        return fast(texts)
+
+    site.indexer.embed = held
+    try:
+        open_home(page, site, org=org)
+        banner = page.locator("#indexing")
+        expect(banner).to_contain_text("not searchable yet")
+        every = ["products", "interactions", "patterns", "org_context"]
+        api(site, "POST", "/api/v1/qna/reindex", org=org, json={"collections": every})
+        expect(banner).to_contain_text("Indexing your data: 0 of 55 rows")
+        shot(page, "indexing-banner.png")
+        gate.set()
+        expect(banner).to_be_hidden(timeout=30_000)
+    finally:
+        gate.set()
+        site.indexer.embed = fast

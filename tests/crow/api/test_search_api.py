@@ -183,7 +183,7 @@ def test_indexing_one_document_makes_it_searchable_at_once(api, env, key_a):
 def test_indexing_status_says_what_is_searchable_and_the_job_running(api, env, key_a):
     """GET /api/v1/qna/indexing: the dashboard's banner. An organization without indexes is
     not searchable; its reindex job shows with rows done of rows total, then it is."""
-    settings, lake, store, *_ = env
+    _, lake, store, *_ = env
     lake.register_org("new-shop", "New Shop")
     lake.write("new-shop", "patterns", [lake.read_table(A, "patterns").to_pylist()[:5]])
     key = key_headers(store, "new-shop")
