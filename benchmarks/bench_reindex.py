@@ -120,9 +120,14 @@ def single_path(work: Path, rows: int, model: str, *, progress: bool = True) -> 
     finally:
         rec.close()
     wall = time.perf_counter() - started
+    encode = encode_rate(embedder.embed, DataLake(data_root), min(rows, ENCODE_SAMPLE))
+    build_rate = meta.count / (wall - model_load)
     out = {
         "wall_s": round(wall, 1),
         "rows_per_s": round(meta.count / wall, 1),
+        "build_rows_per_s": round(build_rate, 1),
+        "encode_rows_per_s": round(encode, 1),
+        "ratio_build_over_encode": round(build_rate / encode, 3),
         "embed_done_s": round(rec.done_at - started, 1) if rec.done_at else None,
         "model_load_s": round(model_load, 1),
         "rows": meta.count,
@@ -134,6 +139,23 @@ def single_path(work: Path, rows: int, model: str, *, progress: bool = True) -> 
     }
     log(f"reindex single: {json.dumps(out)}")
     return out
+
+
+ENCODE_SAMPLE = 5000
+"""Rows whose texts the raw encode rate is measured on (the first of the collection)."""
+
+
+def encode_rate(embed: Callable[[list[str]], np.ndarray], lake: Any, rows: int) -> float:
+    """Rows/s of the embedder alone on the interactions' own texts, 256 at a time (the build's
+    batch), measured right after the build in the same process: the bound a build can reach."""
+    from crow.retrieval.index_build import texts_for
+
+    table = lake.read_table(ORG, "interactions").slice(0, rows)
+    texts = texts_for("interactions", table.to_pydict())
+    started = time.perf_counter()
+    for start in range(0, len(texts), 256):
+        embed(texts[start : start + 256])
+    return len(texts) / (time.perf_counter() - started)
 
 
 def max_vector_diff(
