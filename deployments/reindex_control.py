@@ -50,6 +50,7 @@ class ReindexControlDeployment(IndexControl):
         await asyncio.to_thread(self.lake.recover)  # a writer killed before this start left files
         self._args = settings.model_dump(mode="json")  # what the jobs it submits read
         self._client: JobSubmissionClient | None = None
+        self._here: set[str] = set()  # jobs this replica runs itself: no Ray Job to ask about
         self._scheduler = asyncio.create_task(self._schedule_loop())
         if self.settings.reindex.index_missing_on_start:
             self._first = asyncio.create_task(self._index_missing())
@@ -64,6 +65,7 @@ class ReindexControlDeployment(IndexControl):
         the job's, embedding through the Embedder deployment), anything else a Ray Job."""
         if full and await self._small(org_id, collections):
             log.info("reindex %s of %s %s: in this replica", job_id, org_id, collections)
+            self._here.add(job_id)
             await super()._start(org_id, job_id, collections, full)
         else:
             await self._submit_job(org_id, job_id, collections, full)
@@ -104,8 +106,8 @@ class ReindexControlDeployment(IndexControl):
 
     async def status(self, org_id: str, job_id: str) -> dict[str, Any] | None:
         record = await self.store.get_job_run(org_id, job_id)
-        if record is None:
-            return None
+        if record is None or job_id in self._here:
+            return record
         try:
             ray_status = await asyncio.to_thread(self._jobs().get_job_status, job_id)
         except Exception:  # not a Ray job (or the dashboard is away): the record is the truth

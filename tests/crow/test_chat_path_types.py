@@ -70,18 +70,3 @@ def test_the_agent_runs_a_chat_model_and_tools_over_a_tool_context():
         "analytics": AnalyticsFacade,
     }
     assert hint(Tool.invoke, "ctx") is ToolContext and hint(Tool.invoke, "return") is ToolOutput
-
-
-def test_no_hop_is_any():
-    hops = [
-        (Services, "chat"),
-        (Services, "store"),
-        (ChatService.__init__, "services"),
-        (ChatService.__init__, "model"),
-        (Agent.__init__, "model"),
-        (Agent.run, "ctx"),
-        (Agent.run, "return"),
-        (ToolContext, "retriever"),
-        (Tool.invoke, "return"),
-    ]
-    assert [(getattr(o, "__qualname__", o), n) for o, n in hops if hint(o, n) is Any] == []

@@ -19,6 +19,22 @@ pytestmark = pytest.mark.serve
 ORG = "fresh-mart"
 
 
+def seed_org(var) -> None:
+    """ORG's demo data (200 interactions) under `var`/data."""
+    seed(
+        [
+            "--data-root",
+            str(var / "data"),
+            "--end",
+            "2026-11-29",
+            "--org",
+            ORG,
+            "--interactions",
+            "200",
+        ]
+    )
+
+
 @pytest.fixture(scope="module")
 def ray_cluster():
     import ray
@@ -32,18 +48,7 @@ def ray_cluster():
 
 def test_full_then_incremental_reindex(ray_cluster, tmp_path, monkeypatch):
     var = tmp_path / "var"
-    seed(
-        [
-            "--data-root",
-            str(var / "data"),
-            "--end",
-            "2026-11-29",
-            "--org",
-            ORG,
-            "--interactions",
-            "200",
-        ]
-    )
+    seed_org(var)
     kb = tmp_path / "kb"  # the org's knowledge source: its pages join the seeded documents
     kb.mkdir()
     (kb / "returns.md").write_text("# Returns\nSixty days with a receipt.\n")
@@ -382,18 +387,7 @@ def test_a_small_reindex_in_process_publishes_the_index_the_ray_job_does(
     from models.embedder import SentenceTransformerEmbedder
 
     var = tmp_path / "var"
-    seed(
-        [
-            "--data-root",
-            str(var / "data"),
-            "--end",
-            "2026-11-29",
-            "--org",
-            ORG,
-            "--interactions",
-            "200",
-        ]
-    )
+    seed_org(var)
     for key, value in app_args_env({"var_dir": str(var), "reindex": {"batch_size": 64}}).items():
         monkeypatch.setenv(key, value)
     settings = settings_from_config_arg("env")
