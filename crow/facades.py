@@ -99,6 +99,29 @@ class StoreFacade(Protocol):
     def list_messages(
         self, org_id: str, session_id: str, *, limit: int = 50, before: int | None = None
     ) -> Awaitable[list[Row]]: ...
+    def start_turn(
+        self,
+        org_id: str,
+        session_id: str,
+        content: str,
+        *,
+        kind: SessionKind = "chat",
+        message_id: str | None = None,
+        history: int = 50,
+    ) -> Awaitable[tuple[list[Row], Row] | None]: ...
+    def finish_turn(
+        self,
+        org_id: str,
+        session_id: str,
+        content: str,
+        *,
+        tokens: int,
+        kind: SessionKind = "chat",
+        message_id: str | None = None,
+        sources: list[dict[str, Any]] | None = None,
+        tool_steps: list[dict[str, Any]] | None = None,
+        timings: dict[str, Any] | None = None,
+    ) -> Awaitable[Row | None]: ...
     def record_index_version(
         self, org_id: str, collection: str, version: str, *, kind: str, row_count: int, model: str
     ) -> Awaitable[None]: ...

@@ -231,7 +231,12 @@ class EmbedderSettings(_Section):
         "the model (default: read from its files); the embedder and reindexes fail on a mismatch.",
     )
     max_batch_size: int = Field(32, gt=0, description="Serve dynamic batching: most requests.")
-    batch_wait_timeout_s: float = Field(0.01, ge=0, description="Serve batching: longest wait.")
+    batch_wait_timeout_s: float = Field(
+        0.0,
+        ge=0,
+        description="Serve batching: the longest a query waits for others. 0: a lone query is "
+        "encoded at once, and queries arriving during an encode form the next batch.",
+    )
 
 
 class KnowledgeSource(_Section):

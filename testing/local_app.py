@@ -46,11 +46,14 @@ def wait_until(
 
 
 @contextlib.contextmanager
-def serve_config_app(var: Path, factory: str | None, **args: Any) -> Iterator[str]:
+def serve_config_app(
+    var: Path, factory: str | None, *, app_options: dict[str, Any] | None = None, **args: Any
+) -> Iterator[str]:
     """serve_config.yaml as `serve run` deploys it, with its args pointed at `var`, the
     scripted model `factory` ('module:callable'; None: the configured real model) and `args`
-    (top-level app args, applied last); on a private local Ray instance that is shut down on
-    exit. Yields the base URL."""
+    (top-level app args, applied last); `app_options` are application options of the config
+    (e.g. ``logging_config``). On a private local Ray instance that is shut down on exit.
+    Yields the base URL."""
     import httpx
     import ray
     import yaml
@@ -66,6 +69,7 @@ def serve_config_app(var: Path, factory: str | None, **args: Any) -> Iterator[st
     if factory is not None:
         app["args"]["llm"] = {"backend": "custom", "factory": factory}
     app["args"].update(args)
+    app.update(app_options or {})
     schema = ServeDeploySchema.model_validate(config)
     ray.init(
         address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, namespace="serve"

@@ -154,8 +154,7 @@ async def send_message(
     session_id: str, body: MessageIn, org_id: ChatOrg, services: ServicesDep
 ) -> dict[str, Any]:
     content = check_message(body, services)
-    await own_session(services, org_id, session_id)
-    try:
+    try:  # another org's or a deleted session: SessionNotFound, a 404
         return await need(services.chat, "chat").send(
             org_id, session_id, content, message_id=body.message_id
         )
@@ -170,14 +169,18 @@ async def stream_message(
     session_id: str, body: MessageIn, org_id: ChatOrg, services: ServicesDep
 ) -> StreamingResponse:
     content = check_message(body, services)
-    await own_session(services, org_id, session_id)
+    answer = need(services.chat, "chat").send_events(
+        org_id, session_id, content, message_id=body.message_id
+    )
+    # The first event is the stored question: a session that isn't the org's (SessionNotFound)
+    # is a 404 before the stream starts, at no extra store call.
+    first = await anext(answer)
 
     async def events() -> AsyncIterator[str]:
         try:
-            async for event in need(services.chat, "chat").send_events(
-                org_id, session_id, content, message_id=body.message_id
-            ):
-                yield f"event: {event['type']}\ndata: {json.dumps(event, default=str)}\n\n"
+            yield _sse(first)
+            async for event in answer:
+                yield _sse(event)
         except (ModelError, SessionNotFound, AnswerInProgress) as exc:
             err = chat_error(exc)
             yield f"event: error\ndata: {json.dumps(error_body(err.code, err.message))}\n\n"
@@ -187,3 +190,7 @@ async def stream_message(
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
+
+
+def _sse(event: dict[str, Any]) -> str:
+    return f"event: {event['type']}\ndata: {json.dumps(event, default=str)}\n\n"

@@ -99,12 +99,17 @@ class ChatService:
         store = self.store
         if message_id is not None:  # a client's key is unique within its session only
             message_id = f"{session_id}:{message_id}"
-        history = await store.list_messages(org_id, session_id, limit=self.history_messages)
-        user = await store.add_message(
-            org_id, session_id, "user", content, kind=kind, message_id=message_id
+        started = await store.start_turn(
+            org_id,
+            session_id,
+            content,
+            kind=kind,
+            message_id=message_id,
+            history=self.history_messages,
         )
-        if user is None:
+        if started is None:
             raise SessionNotFound(session_id)
+        history, user = started
         yield {"type": "user_message", "message": user}
         # A client retry of a question gets its one answer, not a second model run.
         answer_id = None if message_id is None else answer_message_id(message_id)
@@ -140,12 +145,11 @@ class ChatService:
                 yield event
         assert answer is not None
         self._record(answer)
-        await store.add_usage(org_id, answer.tokens)
-        stored = await store.add_message(
+        stored = await store.finish_turn(
             org_id,
             session_id,
-            "assistant",
             answer.content,
+            tokens=answer.tokens,
             kind=kind,
             message_id=answer_id,
             sources=[s.model_dump() for s in answer.sources],
@@ -217,16 +221,21 @@ class ChatService:
         answer_id = None
         if session_id is not None:
             mid = None if message_id is None else f"{session_id}:{message_id}"
-            rows = await store.list_messages(org_id, session_id, limit=self.history_messages)
-            user = await store.add_message(
-                org_id, session_id, "user", question, kind="qna", message_id=mid
+            started = await store.start_turn(
+                org_id,
+                session_id,
+                question,
+                kind="qna",
+                message_id=mid,
+                history=self.history_messages,
             )
-            if user is None:
+            if started is None:
                 raise SessionNotFound(session_id)
+            rows, user = started
             answer_id = None if mid is None else answer_message_id(mid)
             if answer_id is not None and (done := await self._answer_or_claim(org_id, answer_id)):
                 return done
-            history = [_as_message(m) for m in rows]
+            history = [_as_message(m) for m in rows if m["id"] != user["id"]]
         async with self._claimed(org_id, answer_id):
             return await self._kb_answer(org_id, question, session_id, history, answer_id)
 
@@ -252,19 +261,19 @@ class ChatService:
             question,
             params=params,
         )
-        await store.add_usage(org_id, answer.tokens)
         fields: dict[str, Any] = {
             "sources": [s.model_dump() for s in answer.sources],
             "tool_steps": answer.tool_steps,
             "timings": answer.timings,
         }
         if session_id is None:
+            await store.add_usage(org_id, answer.tokens)
             return {"role": "assistant", "content": answer.content, **fields}
-        stored = await store.add_message(
+        stored = await store.finish_turn(
             org_id,
             session_id,
-            "assistant",
             answer.content,
+            tokens=answer.tokens,
             kind="qna",
             message_id=answer_id,
             **fields,

@@ -182,6 +182,54 @@ class ChatStore(Access, A2AState):
         )
         return [_message_out(r) for r in rows]
 
+    # --- a chat turn's writes, one call each end (a deployed store: one round trip) -----
+    def start_turn(
+        self,
+        org_id: str,
+        session_id: str,
+        content: str,
+        *,
+        kind: SessionKind = "chat",
+        message_id: str | None = None,
+        history: int = 50,
+    ) -> tuple[list[dict[str, Any]], dict[str, Any]] | None:
+        """The `history` latest messages, then the question stored (``add_message``); None
+        when the session is not this org's."""
+        with self._lock:
+            earlier = self.list_messages(org_id, session_id, limit=history)
+            user = self.add_message(
+                org_id, session_id, "user", content, kind=kind, message_id=message_id
+            )
+            return None if user is None else (earlier, user)
+
+    def finish_turn(
+        self,
+        org_id: str,
+        session_id: str,
+        content: str,
+        *,
+        tokens: int,
+        kind: SessionKind = "chat",
+        message_id: str | None = None,
+        sources: list[dict[str, Any]] | None = None,
+        tool_steps: list[dict[str, Any]] | None = None,
+        timings: dict[str, Any] | None = None,
+    ) -> dict[str, Any] | None:
+        """The answer's tokens counted (``add_usage``) and the answer stored; None when the
+        session was deleted meanwhile."""
+        self.add_usage(org_id, tokens)
+        return self.add_message(
+            org_id,
+            session_id,
+            "assistant",
+            content,
+            kind=kind,
+            message_id=message_id,
+            sources=sources,
+            tool_steps=tool_steps,
+            timings=timings,
+        )
+
     # --- index versions and job runs -------------------------------------------------
     def record_index_version(
         self, org_id: str, collection: str, version: str, *, kind: str, row_count: int, model: str

@@ -90,6 +90,7 @@ def test_org_scoping_and_unknown_sessions(app, ha, hb):
         ("get", f"{BASE}/{sid}/messages", None),
         ("delete", f"{BASE}/{sid}", None),
         ("post", f"{BASE}/{sid}/messages", {"content": "hi"}),
+        ("post", f"{BASE}/{sid}/messages/stream", {"content": "hi"}),
     ]:
         kwargs = {"json": body} if body else {}
         assert_error(getattr(client, method)(path, headers=hb, **kwargs), 404, "session_not_found")

@@ -110,6 +110,26 @@ def test_message_id_makes_add_idempotent(mem_store):
     assert mem_store.get_session(A, s["id"])["message_count"] == 1
 
 
+def test_a_turn_is_two_store_calls_with_what_four_did(mem_store, a_session):
+    """start_turn: the history before the question, and the question stored (once per
+    message id); finish_turn: the tokens counted and the answer stored. Another org's
+    session: None and no message (the tokens the model spent still count)."""
+    sid = a_session["id"]
+    earlier, user = mem_store.start_turn(A, sid, "And on Instagram?", message_id="q1", history=1)
+    assert [m["content"] for m in earlier] == ["1,234."]
+    assert user["content"] == "And on Instagram?" and user["role"] == "user"
+    again = mem_store.start_turn(A, sid, "And on Instagram?", message_id="q1", history=5)
+    assert again[1]["id"] == user["id"] and again[0][-1]["id"] == user["id"]
+    answer = mem_store.finish_turn(A, sid, "12 of them.", tokens=40, timings={"model_ms": 5})
+    assert answer["role"] == "assistant" and answer["timings"] == {"model_ms": 5}
+    assert mem_store.usage_today(A) == 40
+    assert mem_store.get_session(A, sid)["message_count"] == 4
+    assert mem_store.start_turn(B, sid, "sneaky") is None
+    assert mem_store.finish_turn(B, sid, "sneaky", tokens=7) is None
+    assert mem_store.usage_today(B) == 7
+    assert mem_store.get_session(A, sid)["message_count"] == 4
+
+
 def test_sessions_list_newest_activity_first_with_total(mem_store):
     ids = [mem_store.create_session(A)["id"] for _ in range(4)]
     mem_store.add_message(A, ids[0], "user", "bump")
