@@ -31,6 +31,7 @@ from typing import Any
 
 from benchmarks.bench_common import pct
 from benchmarks.questions import QUESTION_TYPES, all_questions
+from benchmarks.serve_trace import breakdown, logging_options, read_calls, summarize
 from crow.app import LocalApp
 from testing.rule_model import LATENCY_FILE_ENV, bench_model, set_latency_ms
 
@@ -62,6 +63,8 @@ def bench_graph(
     var = work / "graph-var"
     shutil.rmtree(var, ignore_errors=True)  # the app's chat DB of a last run
     latency_file = work / "model_latency_ms"
+    logs = work / "graph-logs"  # the replicas' JSON access logs: the overhead's breakdown
+    shutil.rmtree(logs, ignore_errors=True)
     set_latency_ms(latency_file, 0)
     s = direct.settings
     llm = {"backend": "custom", "factory": FACTORY, "cache_entries": 0}
@@ -81,9 +84,10 @@ def bench_graph(
             quotas=QUOTAS,
             data_root=str(s.data_dir.resolve()),
             index_root=str(s.index_dir.resolve()),
+            app_options=logging_options(logs),
         ) as url:
             out["app_start_s"] = round(time.perf_counter() - started, 1)
-            out["overhead"] = asyncio.run(
+            out["overhead"], traced = asyncio.run(
                 _overhead(chat, direct, url, headers, org_id, rounds, progress)
             )
             set_latency_ms(latency_file, model_latency_ms)
@@ -94,8 +98,91 @@ def bench_graph(
                 "levels": [
                     asyncio.run(_level(url, headers, c, duration_s, progress)) for c in levels
                 ],
+                "llm_alone": [asyncio.run(_llm_alone(c, duration_s)) for c in levels],
             }
+    out["overhead"]["breakdown"] = _breakdown(logs, traced)
+    _model_bound(out["load"], out["overhead"]["breakdown"]["by_type"])
     return out
+
+
+def _model_bound(load: dict[str, Any], by_type: dict[str, Any]) -> None:
+    """Each level's answers/s next to the most the LLM deployment alone allows at that
+    concurrency: its calls/s over the model calls an answer of the question mix makes."""
+    pool = [kind for kind, _ in all_questions()]
+    calls = statistics.fmean(by_type[kind].get("llm_calls", 0) for kind in pool)
+    load["model_calls_per_answer"] = round(calls, 2)
+    for level, alone in zip(load["levels"], load["llm_alone"], strict=True):
+        bound = alone["calls_per_s"] / calls if calls else None
+        level["model_bound_per_s"] = round(bound, 2) if bound else None
+        level["ratio_to_model_bound"] = (
+            round(level["throughput_per_s"] / bound, 2) if bound else None
+        )
+
+
+async def _llm_alone(concurrency: int, duration_s: float) -> dict[str, Any]:
+    """The LLM deployment called directly (a handle from this driver), `concurrency` callers
+    back to back with one-question prompts: calls/s. Calls it turns away (its queue is full:
+    BackPressureError) are retried after 10 ms and counted."""
+    from ray import serve
+    from ray.serve.exceptions import BackPressureError
+
+    from models.messages import Message
+
+    llm = serve.get_deployment_handle("LLM", app_name="crow")
+    questions = [q for _, q in all_questions()]
+    done, refused = 0, 0
+    cpu = _CpuMeter()
+    until = time.perf_counter() + duration_s
+    started = time.perf_counter()
+
+    async def caller(index: int) -> None:
+        nonlocal done, refused
+        n = index
+        while time.perf_counter() < until:
+            prompt = [Message.user(questions[n % len(questions)])]
+            try:
+                await llm.request.remote(prompt, [], None, use_cache=False)
+                done += 1
+            except BackPressureError:
+                refused += 1
+                await asyncio.sleep(0.01)
+            n += 1
+
+    await asyncio.gather(*(caller(i) for i in range(concurrency)))
+    elapsed = time.perf_counter() - started
+    return {
+        "concurrency": concurrency,
+        "calls": done,
+        "refused": refused,
+        "calls_per_s": round(done / elapsed, 2),
+        "cpu_percent": cpu.percent(),
+    }
+
+
+class _CpuMeter:
+    """The machine's CPU use (percent of all cores) since it was made."""
+
+    def __init__(self) -> None:
+        import psutil
+
+        self._psutil = psutil
+        psutil.cpu_percent(interval=None)
+
+    def percent(self) -> float:
+        return float(self._psutil.cpu_percent(interval=None))
+
+
+def _breakdown(logs: Path, traced: dict[str, list[tuple[str, float]]]) -> dict[str, Any]:
+    """Per question type: the graph's requests split by part (benchmarks.serve_trace)."""
+    calls = read_calls(logs, {rid for pairs in traced.values() for rid, _ in pairs})
+    by_type: dict[str, Any] = {}
+    for kind, pairs in traced.items():
+        rows = [b for rid, ms in pairs if (b := breakdown(ms, calls.get(rid, [])))]
+        by_type[kind] = summarize(rows)
+    return {
+        "source": "Serve replica access logs (JSON) joined by request id; medians per type",
+        "by_type": by_type,
+    }
 
 
 def api_key_headers(var: Path, org_id: str) -> dict[str, str]:
@@ -136,10 +223,12 @@ def _client(url: str, headers: dict[str, str], connections: int):
     )
 
 
-async def _ask(http, session_id: str, question: str) -> None:
+async def _ask(http, session_id: str, question: str) -> str:
+    """Ask; the request id Serve gave the request."""
     r = await http.post(f"{MESSAGES}/{session_id}/messages", json={"content": question})
     if r.status_code != 200 or r.json().get("role") != "assistant":
         raise RuntimeError(f"{r.status_code} {r.text[:200]}")
+    return str(r.headers.get("x-request-id", ""))
 
 
 # -- (a) overhead ---------------------------------------------------------------------------
@@ -151,10 +240,12 @@ async def _overhead(
     org_id: str,
     rounds: int,
     progress: bool,
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], dict[str, list[tuple[str, float]]]]:
+    """The timings, and each graph request's (request id, client ms) by type."""
     from tqdm import tqdm
 
     plan = all_questions()
+    traced: dict[str, list[tuple[str, float]]] = {kind: [] for kind in QUESTION_TYPES}
     times: dict[str, dict[str, list[float]]] = {
         path: {kind: [] for kind in QUESTION_TYPES} for path in ("direct", "graph")
     }
@@ -162,13 +253,14 @@ async def _overhead(
         graph_sid = {k: (await http.post(MESSAGES)).json()["id"] for k in QUESTION_TYPES}
         direct_sid = {k: direct.store.create_session(org_id)["id"] for k in QUESTION_TYPES}
 
-        async def one(path: str, kind: str, question: str) -> float:
+        async def one(path: str, kind: str, question: str) -> tuple[float, str]:
             started = time.perf_counter()
+            rid = ""
             if path == "graph":
-                await _ask(http, graph_sid[kind], question)
+                rid = await _ask(http, graph_sid[kind], question)
             else:
                 await chat.send(org_id, direct_sid[kind], question)
-            return (time.perf_counter() - started) * 1000
+            return (time.perf_counter() - started) * 1000, rid
 
         for kind, question in plan:  # warm-up: first calls, index loads, connections
             await one("direct", kind, question)
@@ -182,7 +274,10 @@ async def _overhead(
             for r in range(rounds):
                 for kind, question in plan:
                     for path in ("direct", "graph") if r % 2 == 0 else ("graph", "direct"):
-                        times[path][kind].append(await one(path, kind, question))
+                        ms, rid = await one(path, kind, question)
+                        times[path][kind].append(ms)
+                        if rid:
+                            traced[kind].append((rid, ms))
                         bar.update()
     by_type = {
         kind: _compare(times["direct"][kind], times["graph"][kind]) for kind in QUESTION_TYPES
@@ -196,7 +291,7 @@ async def _overhead(
         "samples_ms": {
             p: {k: [round(x, 3) for x in v] for k, v in d.items()} for p, d in times.items()
         },
-    }
+    }, traced
 
 
 def _compare(direct: list[float], graph: list[float]) -> dict[str, Any]:
@@ -229,6 +324,7 @@ async def _level(
     async with _client(url, headers, concurrency) as http:
         sids = [(await http.post(MESSAGES)).json()["id"] for _ in range(concurrency)]
         pool = all_questions()
+        cpu = _CpuMeter()
         started = time.perf_counter()
         until = started + duration_s
 
@@ -269,6 +365,7 @@ async def _level(
         "error_examples": sorted(set(errors))[:3],
         "elapsed_s": round(elapsed, 2),
         "throughput_per_s": round(len(latencies) / elapsed, 2),
+        "cpu_percent": cpu.percent(),
         "p50_s": pct(latencies, 50) if has else None,
         "p99_s": pct(latencies, 99) if has else None,
         "mean_s": round(statistics.fmean(latencies), 3) if has else None,

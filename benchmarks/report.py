@@ -6,23 +6,15 @@ Works on any subset of parts: a skipped or failed part is named as such in every
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from benchmarks.plots import TYPE_LABELS, make_plots
+from benchmarks.report_graph import graph_section
+from benchmarks.tables import fmt, join, table
 
 PARTS_SHOWN = ("model", "embedding", "retrieval", "store", "tools", "rest")
-OVERHEAD_HEADER = (
-    "type",
-    "n",
-    "direct p50 ms",
-    "direct p99",
-    "graph p50 ms",
-    "graph p99",
-    "ratio p50",
-    "added ms p50",
-)
 PEER_TABLE = Callable[[dict[str, Any]], str]
 
 
@@ -50,7 +42,7 @@ def write_report(
     if peer_table is not None and peer and "askcrow" in peer:
         lines += ["### Peer comparison", "", peer_table(peer), ""]
     lines += _llm_section(results)
-    lines += _breakdown_section(results) + _graph_section(results) + _retrieval_section(results)
+    lines += _breakdown_section(results) + graph_section(results) + _retrieval_section(results)
     if plots:
         lines += ["## Plots", ""]
         lines += [f"![{name}]({p.name})" for name, p in plots.items()]
@@ -102,13 +94,18 @@ def main_table(results: dict[str, Any]) -> str:
         rows.append(
             (
                 "load, concurrency " + " / ".join(str(x["concurrency"]) for x in lv),
-                _join(lv, "throughput_per_s", "{:.1f}")
+                join(lv, "throughput_per_s", "{:.1f}")
                 + " answers/s; p50 "
-                + _join(lv, "p50_s", "{:.2f}")
+                + join(lv, "p50_s", "{:.2f}")
                 + " s; p99 "
-                + _join(lv, "p99_s", "{:.2f}")
+                + join(lv, "p99_s", "{:.2f}")
                 + " s; errors "
-                + _join(lv, "errors", "{}"),
+                + join(lv, "errors", "{}")
+                + (
+                    "; of the model bound " + join(lv, "ratio_to_model_bound", "x{:.2f}")
+                    if all("ratio_to_model_bound" in x for x in lv)
+                    else ""
+                ),
                 f"scripted model {lo['model_latency_ms']:g} ms per call, {lo['duration_s']:g} s per level",
             )
         )
@@ -165,7 +162,7 @@ def main_table(results: dict[str, Any]) -> str:
         )
     else:
         rows.append(("peer comparison", _status(results, "peer"), ""))
-    return _table(("figure", "result", "how"), rows)
+    return table(("figure", "result", "how"), rows)
 
 
 # -- sections -------------------------------------------------------------------------------
@@ -184,15 +181,15 @@ def _llm_section(results: dict[str, Any]) -> list[str]:
     rows = [
         (
             label,
-            _fmt(r.get("load_s"), "{:.1f} s"),
-            _fmt(r.get("cold_first_token_s"), "{:.2f} s"),
-            _fmt(r.get("cached_first_token_s"), "{:.2f} s"),
-            _fmt(r.get("decode_tokens_per_s"), "{:.1f}"),
-            _fmt(r.get("busy_decode_tokens_per_s"), "{:.1f}"),
+            fmt(r.get("load_s"), "{:.1f} s"),
+            fmt(r.get("cold_first_token_s"), "{:.2f} s"),
+            fmt(r.get("cached_first_token_s"), "{:.2f} s"),
+            fmt(r.get("decode_tokens_per_s"), "{:.1f}"),
+            fmt(r.get("busy_decode_tokens_per_s"), "{:.1f}"),
         )
         for label, r in llm["rows"].items()
     ]
-    lines = ["## Local LLM (benchmarks/llm_bench.py)", "", _table(header, rows), ""]
+    lines = ["## Local LLM (benchmarks/llm_bench.py)", "", table(header, rows), ""]
     for name, ratio in llm.get("ratios", {}).items():
         lines.append(
             f"- {name}: decode x{ratio['decode_speedup']}, first token cold "
@@ -237,62 +234,9 @@ def _breakdown_section(results: dict[str, Any]) -> list[str]:
         "prompts and hops). `tools` includes the analytics queries, also the data time anchor "
         "every answer reads for its system prompt. Median seconds:",
         "",
-        _table(("type", "n", "total", *PARTS_SHOWN, "tools called per answer"), rows),
+        table(("type", "n", "total", *PARTS_SHOWN, "tools called per answer"), rows),
         "",
     ]
-
-
-def _graph_section(results: dict[str, Any]) -> list[str]:
-    g = results.get("graph")
-    if not g:
-        return []
-    out = ["## Serve graph: overhead and load", ""]
-    if o := g.get("overhead"):
-        rows = [
-            (
-                TYPE_LABELS.get(k, k),
-                str(v["n"]),
-                f"{v['direct_ms']['p50']:.1f}",
-                f"{v['direct_ms']['p99']:.1f}",
-                f"{v['graph_ms']['p50']:.1f}",
-                f"{v['graph_ms']['p99']:.1f}",
-                f"x{v['ratio_p50']:.2f}",
-                f"{v['added_ms_p50']:+.1f}",
-            )
-            for k, v in [*o["by_type"].items(), ("all", o["all"])]
-        ]
-        out += [
-            f"Zero-latency scripted model ({g['model']}); {o['order']}. App start "
-            f"{g.get('app_start_s', '?')} s.",
-            "",
-            _table(OVERHEAD_HEADER, rows),
-            "",
-        ]
-    if lo := g.get("load"):
-        rows = [
-            (
-                str(lv["concurrency"]),
-                str(lv["answers"]),
-                f"{lv['throughput_per_s']:.2f}",
-                _fmt(lv["p50_s"], "{:.3f}"),
-                _fmt(lv["p99_s"], "{:.3f}"),
-                str(lv["errors"]),
-                "; ".join(lv["error_examples"]),
-            )
-            for lv in lo["levels"]
-        ]
-        out += [
-            f"Load: scripted model sleeping {lo['model_latency_ms']:g} ms per call; "
-            f"{lo['questions']}; {lo['duration_s']:g} s per level, one session per client "
-            "asking back to back; answers/s over the level's duration plus the drain of the "
-            "requests still in flight.",
-            "",
-            _table(
-                ("clients", "answers", "answers/s", "p50 s", "p99 s", "errors", "examples"), rows
-            ),
-            "",
-        ]
-    return out
 
 
 def _retrieval_section(results: dict[str, Any]) -> list[str]:
@@ -307,7 +251,7 @@ def _retrieval_section(results: dict[str, Any]) -> list[str]:
             "",
             f"{s['data']}; {s['queries']} queries, k={s['k']}; filter: {s['filter']}.",
             "",
-            _table(("vectors", "variant", "p50 ms", "p99 ms"), rows),
+            table(("vectors", "variant", "p50 ms", "p99 ms"), rows),
             "",
         ]
     if r := results.get("reindex"):
@@ -320,7 +264,7 @@ def _retrieval_section(results: dict[str, Any]) -> list[str]:
             "",
             r["note"],
             "",
-            _table(("path", "rows", "wall s", "rows/s", "loadavg before/after"), rows),
+            table(("path", "rows", "wall s", "rows/s", "loadavg before/after"), rows),
             "",
             f"Ray / single rows/s: x{r['ratio_ray_over_single_rows_per_s']}; largest difference "
             f"of a sampled vector from a plain encode: {r['max_abs_diff_vectors_sample']:.2g}.",
@@ -334,7 +278,7 @@ def _run_section(results: dict[str, Any]) -> list[str]:
         (
             name,
             p.get("status", "?"),
-            _fmt(p.get("wall_s"), "{:.0f}"),
+            fmt(p.get("wall_s"), "{:.0f}"),
             p.get("error") or p.get("note") or "",
         )
         for name, p in results.get("parts", {}).items()
@@ -343,7 +287,7 @@ def _run_section(results: dict[str, Any]) -> list[str]:
     return [
         "## Run",
         "",
-        _table(("part", "status", "wall s", "note"), rows),
+        table(("part", "status", "wall s", "note"), rows),
         "",
         f"Whole run: {_minutes(results.get('total_s'))}. Command: "
         f"`{' '.join(['python -m benchmarks.run_all', *results.get('argv', [])])}`. "
@@ -363,7 +307,7 @@ def _status(results: dict[str, Any], part: str) -> str:
 
 def _machine_line(m: dict[str, Any]) -> str:
     load = m.get("loadavg_at_start") or [None]
-    return f"{m.get('cpu') or 'CPU'}, {m.get('nproc', '?')} cores, load average {_fmt(load[0], '{:.1f}')} at start"
+    return f"{m.get('cpu') or 'CPU'}, {m.get('nproc', '?')} cores, load average {fmt(load[0], '{:.1f}')} at start"
 
 
 def _rounded(value: Any) -> Any:
@@ -381,19 +325,3 @@ def _ms(seconds: float) -> str:
 
 def _minutes(seconds: float | None) -> str:
     return "?" if seconds is None else f"{seconds / 60:.1f} min"
-
-
-def _fmt(value: Any, fmt: str) -> str:
-    return "-" if value is None else fmt.format(value)
-
-
-def _join(levels: Iterable[dict[str, Any]], key: str, fmt: str) -> str:
-    return " / ".join(_fmt(lv[key], fmt) for lv in levels)
-
-
-def _table(header: tuple[str, ...], rows: Iterable[tuple[str, ...]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += [
-        "| " + " | ".join(c.replace("|", "/").replace("\n", " ") for c in r) + " |" for r in rows
-    ]
-    return "\n".join(lines)

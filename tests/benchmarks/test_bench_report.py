@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from benchmarks.parts import kinds_in_turn, merge_comparisons
-from benchmarks.questions import all_questions
+from benchmarks.questions import QUESTION_TYPES, all_questions
 from benchmarks.report import write_report
 from benchmarks.timeline import attribute
 from jobs.seed_demo import main as seed
@@ -252,8 +252,25 @@ def test_quick_graph_part_end_to_end(tmp_path):
     assert overhead["all"]["n"] == 2 * len(all_questions()) and overhead["all"]["ratio_p50"] > 0
     assert [lv["concurrency"] for lv in load["levels"]] == [1, 4]
     assert all(lv["answers"] > 0 and lv["errors"] == 0 for lv in load["levels"])
+    # The breakdown comes from Serve's access logs: a chat turn costs the Ingress one store
+    # call (the rate check) and the Orchestrator two (start and finish of the turn).
+    parts = overhead["breakdown"]["by_type"]
+    assert {kind: parts[kind]["n"] for kind in parts} == {kind: 6 for kind in QUESTION_TYPES}
+    assert parts["greeting"]["methods"] == {
+        "ingress -> ChatStore.admit": 1,
+        "orchestrator -> ChatStore.start_turn": 1,
+        "orchestrator -> LLM.stream": 1,
+        "orchestrator -> ChatStore.finish_turn": 1,
+    }
+    assert parts["single_tool"]["analytics_calls"] == 1 and parts["multi_tool"]["retriever_calls"]
+    assert all(parts[kind]["http_proxy_ms"] > 0 for kind in parts)
+    # ... and each level's throughput is set against the LLM deployment alone
+    assert all(a["calls"] > 0 for a in load["llm_alone"])
+    assert all(lv["ratio_to_model_bound"] > 0 for lv in load["levels"])
     assert results["indexes_built"]["collections"]  # a fresh var: indexes built first
-    assert "| Serve graph overhead per request | p50" in (out / "REPORT.md").read_text()
+    report = (out / "REPORT.md").read_text()
+    assert "| Serve graph overhead per request | p50" in report
+    assert "Where a graph request's time goes" in report and "model bound /s" in report
 
 
 def test_peer_questions_kinds_in_turn_and_per_question_results_merged():
