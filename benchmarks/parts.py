@@ -20,7 +20,8 @@ from benchmarks.bench_common import ORG, log
 if TYPE_CHECKING:
     from benchmarks.run_all import Run
 
-RESERVE_S = 14 * 60  # after the peer: graph, search and reindex took ~7 min here; 2x margin
+# After the peer: concurrency ~8 min, first start ~4, graph, search and reindex ~7; a margin.
+RESERVE_S = 24 * 60
 MIN_PEER_QUESTIONS = 5  # one per kind of the evaluation file
 
 
@@ -40,6 +41,30 @@ def run_breakdown(run: Run) -> dict[str, Any]:
         )
     finally:
         app.close()
+
+
+def run_concurrency(run: Run) -> dict[str, Any]:
+    from benchmarks.bench_concurrency import bench_concurrency
+
+    run.release_model()  # the part loads its two variants of it
+    app = run.app("concurrency")
+    try:
+        sizes = run.sizes
+        least = sizes.concurrent_min_answers
+        return bench_concurrency(
+            app, ORG, levels=sizes.concurrent_chats, answers=lambda c: max(c, least)
+        )
+    finally:
+        app.close()
+
+
+def run_firststart(run: Run) -> dict[str, Any]:
+    from benchmarks.bench_first_start import bench_first_start
+
+    run.release_model()
+    data = run.settings.data_dir
+    orgs = tuple(sorted(p.name for p in data.iterdir() if (p / "org.json").is_file()))
+    return bench_first_start(run.args.work_dir, data, orgs)
 
 
 def run_llm(run: Run) -> dict[str, Any]:
@@ -285,6 +310,8 @@ RUNNERS: dict[str, Callable[[Run], dict[str, Any]]] = {
     "llm": run_llm,
     "breakdown": run_breakdown,
     "peer": run_peer,
+    "concurrency": run_concurrency,
+    "firststart": run_firststart,
     "graph": run_graph,
     "search": run_search,
     "reindex": run_reindex,

@@ -20,7 +20,7 @@ PART_COLORS = {
 TYPE_LABELS = {"greeting": "greeting", "single_tool": "single tool", "multi_tool": "multi tool"}
 
 
-def _pyplot():
+def pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
@@ -32,7 +32,7 @@ def _pyplot():
 def breakdown_plot(breakdown: dict[str, Any], path: Path) -> Path:
     """Stacked bars of the median time per part, per question type: the whole answer in
     seconds (ticks: each answer's total), and everything but the model in milliseconds."""
-    plt = _pyplot()
+    plt = pyplot()
     kinds = [k for k, v in breakdown["by_type"].items() if v.get("n")]
     fig, (whole, rest) = plt.subplots(1, 2, figsize=(11, 1.6 + 0.9 * len(kinds)), sharey=True)
     for row, kind in enumerate(kinds):
@@ -66,12 +66,12 @@ def breakdown_plot(breakdown: dict[str, Any], path: Path) -> Path:
     fig.legend(loc="lower center", ncol=7, fontsize=8, frameon=False)
     fig.suptitle(f"One chat answer by part: {breakdown.get('model', 'model')}, in one process")
     fig.tight_layout(rect=(0, 0.08, 1, 1))
-    return _save(fig, path, layout=False)
+    return save(fig, path, layout=False)
 
 
 def overhead_plot(overhead: dict[str, Any], path: Path) -> Path:
     """Per-request latency distributions, direct vs through HTTP and the Serve graph."""
-    plt = _pyplot()
+    plt = pyplot()
     samples = overhead["samples_ms"]
     kinds = list(samples["direct"])
     fig, ax = plt.subplots(figsize=(8, 4.5))
@@ -103,12 +103,12 @@ def overhead_plot(overhead: dict[str, Any], path: Path) -> Path:
     ax.set_ylabel("ms per request (log)")
     ax.set_title("Per-request latency with a zero-latency scripted model (whiskers: p1-p99)")
     ax.grid(axis="y", alpha=0.3)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def load_plot(load: dict[str, Any], path: Path) -> Path:
     """Throughput and p50/p99 latency against concurrency."""
-    plt = _pyplot()
+    plt = pyplot()
     levels = [lv for lv in load["levels"] if lv["answers"]]
     conc = [lv["concurrency"] for lv in levels]
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
@@ -127,10 +127,10 @@ def load_plot(load: dict[str, Any], path: Path) -> Path:
         ax.grid(alpha=0.3)
         ax.set_ylim(bottom=0)
     fig.suptitle(f"Serve graph under load, scripted model {load['model_latency_ms']:g} ms per call")
-    return _save(fig, path)
+    return save(fig, path)
 
 
-def _save(fig, path: Path, *, layout: bool = True) -> Path:
+def save(fig, path: Path, *, layout: bool = True) -> Path:
     if layout:
         fig.tight_layout()
     fig.savefig(path, dpi=110)

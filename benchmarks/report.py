@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.plots import TYPE_LABELS, make_plots
+from benchmarks.plots_goals import goal_plots
+from benchmarks.report_goals import concurrency_section, first_start_section, goals_section
 from benchmarks.report_graph import graph_section
 from benchmarks.tables import fmt, join, table
 
@@ -23,7 +25,7 @@ def write_report(
 ) -> Path:
     """Plots and REPORT.md into ``out_dir``; returns the report's path."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    plots = make_plots(results, out_dir)
+    plots = {**make_plots(results, out_dir), **goal_plots(results, out_dir)}
     lines = [
         "# Ask CROW benchmarks",
         "",
@@ -33,6 +35,7 @@ def write_report(
         + ". Every figure is a ratio or a distribution measured side by side in this one run, "
         "on a machine shared with other work: trust the ratios over absolute numbers.",
         "",
+        *goals_section(results),
         "## Main figures",
         "",
         main_table(results),
@@ -42,7 +45,8 @@ def write_report(
     if peer_table is not None and peer and "askcrow" in peer:
         lines += ["### Peer comparison", "", peer_table(peer), ""]
     lines += _llm_section(results)
-    lines += _breakdown_section(results) + graph_section(results) + _retrieval_section(results)
+    lines += _breakdown_section(results) + concurrency_section(results)
+    lines += first_start_section(results) + graph_section(results) + _retrieval_section(results)
     if plots:
         lines += ["## Plots", ""]
         lines += [f"![{name}]({p.name})" for name, p in plots.items()]

@@ -12,13 +12,18 @@ Parts, in this order (each a ratio or a distribution measured side by side in th
   peer       Ask CROW's loop vs a pydantic-ai peer on the evaluation questions, same model:
              11 of them by default, every kind at least twice (--peer-questions; 0: all)
              (benchmarks/peer.py, benchmarks/agent_compare.py)
+  concurrency  the real local model at 1, 4 and 8 concurrent chats, answers per minute with
+             llama.cpp's continuous batching on (llm.slots) and off (one slot), levels
+             alternating between the two (benchmarks/bench_concurrency.py)
+  firststart the app started over the demo data with no indexes (as on a fresh clone): each
+             organization searchable how long after /ready (benchmarks/bench_first_start.py)
   graph      the Serve graph with a scripted model: per-request overhead vs one process, and
              throughput / p50 / p99 at 1, 8, 32, 64 clients (benchmarks/bench_graph.py)
   search     vector search p50 / p99 and recall at 100k and 1M vectors (bench_search.py)
   reindex    interactions reindexed through the Ray Data job (100k rows) vs the single-process
              loop on a smaller sample, rows/s compared (bench_reindex.py)
 
-About 30 minutes on 2 cores at the default sizes. On a slower (or busier) machine
+About 45 minutes on 2 cores at the default sizes. On a slower (or busier) machine
 ``--budget-minutes`` trims the peer's questions (kinds in turn) and the reindex row counts
 to what the measured speed fits; the report says so where it happened.
 Data and indexes come from ``--var`` (`make data`; missing indexes are built first); the
@@ -50,7 +55,7 @@ if TYPE_CHECKING:
     from models.chat import ChatModel
     from models.embedder import Embedder
 
-PARTS = ("llm", "breakdown", "peer", "graph", "search", "reindex")
+PARTS = ("llm", "breakdown", "peer", "concurrency", "firststart", "graph", "search", "reindex")
 EVAL_FILE = ROOT.parent / "shared" / "evals" / "queries.jsonl"
 
 
@@ -58,6 +63,9 @@ EVAL_FILE = ROOT.parent / "shared" / "evals" / "queries.jsonl"
 class Sizes:
     breakdown_reps: int = 1
     breakdown_per_type: int | None = None  # None: every question of a type
+    concurrent_chats: tuple[int, ...] = (1, 4, 8)
+    concurrent_min_answers: int = 4
+    """A level of the concurrency part asks max(chats, this) questions."""
     overhead_rounds: int = 10
     load_levels: tuple[int, ...] = (1, 8, 32, 64)
     load_duration_s: float = 12.0
@@ -75,6 +83,8 @@ class Sizes:
 
 QUICK = Sizes(
     breakdown_per_type=1,
+    concurrent_chats=(1, 2),
+    concurrent_min_answers=1,
     overhead_rounds=2,
     load_levels=(1, 4),
     load_duration_s=2.0,
@@ -221,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--budget-minutes",
         type=float,
-        default=30.0,
+        default=45.0,
         help="trim the peer questions and the reindex sizes to fit (0: never)",
     )
     parser.add_argument("--var", type=Path, default=ROOT / "var", help="data and indexes")

@@ -51,9 +51,11 @@ def serve_config_app(
 ) -> Iterator[str]:
     """serve_config.yaml as `serve run` deploys it, with its args pointed at `var`, the
     scripted model `factory` ('module:callable'; None: the configured real model) and `args`
-    (top-level app args, applied last); `app_options` are application options of the config
-    (e.g. ``logging_config``). On a private local Ray instance that is shut down on exit.
-    Yields the base URL."""
+    (top-level app args, applied last; a section given as a dict is merged into the
+    config's); `app_options` are application options of the config (e.g.
+    ``logging_config``). Indexes missing at start are not built unless `args` says
+    ``reindex={"index_missing_on_start": True}``. On a private local Ray instance that is
+    shut down on exit. Yields the base URL."""
     import httpx
     import ray
     import yaml
@@ -65,10 +67,15 @@ def serve_config_app(
     port = free_port()
     config["http_options"] = {**config["http_options"], "port": port}
     app = config["applications"][0]
-    app["args"] = {**app["args"], "var_dir": str(var), "reindex": {"index_missing_on_start": False}}
+    given = app["args"]
+    given["var_dir"] = str(var)
+    given["reindex"] = {**given.get("reindex", {}), "index_missing_on_start": False}
     if factory is not None:
-        app["args"]["llm"] = {"backend": "custom", "factory": factory}
-    app["args"].update(args)
+        given["llm"] = {"backend": "custom", "factory": factory}
+    for name, value in args.items():
+        section = given.get(name)
+        merge = isinstance(value, dict) and isinstance(section, dict)
+        given[name] = {**section, **value} if merge else value
     app.update(app_options or {})
     schema = ServeDeploySchema.model_validate(config)
     ray.init(
