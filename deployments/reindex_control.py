@@ -40,11 +40,18 @@ class ReindexControlDeployment(IndexControl):
             await retriever.refresh.remote()
 
         timeout_s = settings.timeouts.embed_s * 4  # one reindex batch, queued behind requests
+        loop = asyncio.get_running_loop()
+
+        async def embed_batch(texts: list[str]) -> np.ndarray:
+            vectors: np.ndarray = await asyncio.wait_for(
+                embedder.embed_rows.remote(texts), timeout_s
+            )
+            return vectors
 
         def embed(texts: list[str]) -> np.ndarray:
-            """From the build thread: one batch through the Embedder deployment."""
-            vectors: np.ndarray = embedder.embed_rows.remote(texts).result(timeout_s=timeout_s)
-            return vectors
+            """From the build thread: one batch through the Embedder deployment, called on
+            the replica's event loop (where its handles' router runs)."""
+            return asyncio.run_coroutine_threadsafe(embed_batch(texts), loop).result()
 
         super().__init__(settings, HandleProxy(chat_store), embed=embed, notify=notify)
         await asyncio.to_thread(self.lake.recover)  # a writer killed before this start left files

@@ -131,7 +131,7 @@ def test_a_small_reindex_runs_in_the_reindex_replica_and_is_searchable(app):
     while (job := httpx.get(status, headers=app.ha).json())["state"] in {"pending", "running"}:
         assert time.monotonic() < deadline, job
         time.sleep(0.2)
-    assert job["state"] == "succeeded", job
+    assert job["state"] == "succeeded", job["detail"]
     assert job["rows_done"] == job["rows_total"] == 40
     assert {"start_s", "embed_s", "index_s", "total_s"} <= set(job["timings"])
     assert "ray_status" not in job  # not a Ray Job
