@@ -105,12 +105,21 @@ class Access(db.Database):
 
     def add_usage(self, org_id: str, tokens: int) -> None:
         """Count model tokens spent by `org_id` today (UTC)."""
-        if tokens > 0:
-            self._query(
+        if statements := self.usage_statements(org_id, tokens):
+            self._transaction(statements)
+
+    @staticmethod
+    def usage_statements(org_id: str, tokens: int) -> list[tuple[str, list[Any]]]:
+        """What add_usage writes (nothing for no tokens), to join another write's commit."""
+        if tokens <= 0:
+            return []
+        return [
+            (
                 "INSERT INTO token_usage VALUES (?, ?, ?) "
                 "ON CONFLICT DO UPDATE SET tokens = token_usage.tokens + excluded.tokens",
                 [org_id, db.now().date(), tokens],
             )
+        ]
 
     def usage_today(self, org_id: str) -> int:
         rows = self._query(

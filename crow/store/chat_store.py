@@ -115,44 +115,68 @@ class ChatStore(Access, A2AState):
     ) -> dict[str, Any] | None:
         """Append a message; None when the session is not this org's. Idempotent on
         message_id, also under concurrency: of concurrent calls exactly one stores it."""
+        fields = {"sources": sources, "tool_steps": tool_steps, "timings": timings}
+        return self._append(org_id, session_id, role, content, kind, message_id, fields, [])
+
+    def _append(
+        self,
+        org_id: str,
+        session_id: str,
+        role: Role,
+        content: str,
+        kind: SessionKind,
+        message_id: str | None,
+        fields: dict[str, Any],
+        also: list[tuple[str, list[Any]]],
+    ) -> dict[str, Any] | None:
+        """add_message, with `also` written in the same transaction (one commit)."""
         with self._lock:  # the check and the insert are one step
-            session = self.get_session(org_id, session_id, kind=kind)
-            if session is None:
+            found = self._query(
+                "SELECT title FROM sessions WHERE id = ? AND org_id = ? AND kind = ?",
+                [session_id, org_id, kind],
+            )
+            if not found:
                 return None
-            mid = message_id or new_id("msg")
-            existing = self.get_message(org_id, mid)
-            if existing is not None:
+            if message_id is not None and (existing := self.get_message(org_id, message_id)):
                 return existing
+            mid = message_id or new_id("msg")
             now = db.now()
-            statements = [
-                (
-                    """
-                    INSERT INTO messages
-                    SELECT ?, ?, ?, coalesce(max(seq), 0) + 1, ?, ?, ?, ?, ?, ?
-                    FROM messages WHERE session_id = ?
-                    """,
-                    [
-                        mid,
-                        session_id,
-                        org_id,
-                        role,
-                        content,
-                        json.dumps(sources or []),
-                        json.dumps(tool_steps or []),
-                        json.dumps(timings or {}),
-                        now,
-                        session_id,
-                    ],
-                ),
-                ("UPDATE sessions SET updated_at = ? WHERE id = ?", [now, session_id]),
-            ]
-            if role == "user" and not session["title"]:
+            seq = self._query(
+                "SELECT coalesce(max(seq), 0) + 1 AS seq FROM messages WHERE session_id = ?",
+                [session_id],
+            )[0]["seq"]
+            stored = {
+                "sources": json.dumps(fields["sources"] or []),
+                "tool_steps": json.dumps(fields["tool_steps"] or []),
+                "timings": json.dumps(fields["timings"] or {}),
+            }
+            title = found[0]["title"]
+            if role == "user" and not title:
                 title = session_title(content)
-                statements.append(
-                    ("UPDATE sessions SET title = ? WHERE id = ?", [title, session_id])
-                )
-            self._transaction(statements)
-            return self.get_message(org_id, mid)
+            self._transaction(
+                [
+                    (
+                        "INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        [mid, session_id, org_id, seq, role, content, *stored.values(), now],
+                    ),
+                    (
+                        "UPDATE sessions SET updated_at = ?, title = ? WHERE id = ?",
+                        [now, title, session_id],
+                    ),
+                    *also,
+                ]
+            )
+            return _message_out(
+                {
+                    "id": mid,
+                    "session_id": session_id,
+                    "seq": seq,
+                    "role": role,
+                    "content": content,
+                    **stored,
+                    "created_at": now,
+                }
+            )
 
     def get_message(self, org_id: str, message_id: str) -> dict[str, Any] | None:
         rows = self._query(
@@ -215,20 +239,17 @@ class ChatStore(Access, A2AState):
         tool_steps: list[dict[str, Any]] | None = None,
         timings: dict[str, Any] | None = None,
     ) -> dict[str, Any] | None:
-        """The answer's tokens counted (``add_usage``) and the answer stored; None when the
-        session was deleted meanwhile."""
-        self.add_usage(org_id, tokens)
-        return self.add_message(
-            org_id,
-            session_id,
-            "assistant",
-            content,
-            kind=kind,
-            message_id=message_id,
-            sources=sources,
-            tool_steps=tool_steps,
-            timings=timings,
-        )
+        """The answer stored with its tokens counted (``add_usage``), in one commit; None
+        (and the tokens counted alone) when the session was deleted meanwhile."""
+        fields = {"sources": sources, "tool_steps": tool_steps, "timings": timings}
+        usage = self.usage_statements(org_id, tokens)
+        with self._lock:
+            message = self._append(
+                org_id, session_id, "assistant", content, kind, message_id, fields, usage
+            )
+            if message is None:
+                self.add_usage(org_id, tokens)
+            return message
 
     # --- index versions and job runs -------------------------------------------------
     def record_index_version(
