@@ -20,7 +20,9 @@ def chat(store, org: str, question: str, answer: str) -> str:
 
 def test_search_finds_a_chat_by_a_word_of_its_answer_in_the_org_only(client, store):
     tents = chat(store, ORG_A, "What sells best?", "The Basecamp Dome 4 TENT leads [1].")
-    kayaks = chat(store, ORG_A, "Kayak returns?", "Kayaks go back within 60 days; best keep the receipt.")
+    kayaks = chat(
+        store, ORG_A, "Kayak returns?", "Kayaks go back within 60 days; best keep the receipt."
+    )
     chat(store, ORG_B, "Tents?", "Fresh Mart sells no tents.")
     qna = store.create_session(ORG_A, kind="qna")["id"]
     store.add_message(ORG_A, qna, "user", "tent policy", kind="qna")
