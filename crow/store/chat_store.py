@@ -19,7 +19,7 @@ from crow.store.access import Access
 from crow.store.chat_search import ChatSearch
 from crow.store.feedback import Feedback
 from crow.store.jobs import JobRuns
-from crow.store.rows import MESSAGE_COLUMNS, message_out, session_out
+from crow.store.rows import MESSAGE_COLUMNS, message_out, rated_message_out, session_out
 
 SessionKind = Literal["chat", "qna"]
 Role = Literal["user", "assistant", "system"]
@@ -200,18 +200,20 @@ class ChatStore(Access, A2AState, JobRuns, Feedback, ChatSearch):
         limit: int = 50,
         before: int | None = None,
     ) -> list[dict[str, Any]]:
-        """The `limit` latest messages older than seq `before`, oldest first."""
+        """The `limit` latest messages older than seq `before`, oldest first; a rated answer
+        with its ``feedback`` (rating, comment, correction)."""
         rows = self._query(
             f"""
-            SELECT * FROM (
+            SELECT m.*, f.rating, f.comment, f.correction FROM (
                 SELECT {MESSAGE_COLUMNS} FROM messages
                 WHERE session_id = ? AND org_id = ? AND seq < ?
                 ORDER BY seq DESC LIMIT ?
-            ) ORDER BY seq
+            ) m LEFT JOIN feedback f ON f.message_id = m.id
+            ORDER BY m.seq
             """,
             [session_id, org_id, before if before is not None else 2**62, limit],
         )
-        return [message_out(r) for r in rows]
+        return [rated_message_out(r) for r in rows]
 
     # --- a chat turn's writes, one call each end (a deployed store: one round trip) -----
     def start_turn(

@@ -26,3 +26,12 @@ def message_out(row: dict[str, Any]) -> dict[str, Any]:
         "timings": json.loads(row["timings"]),
         "created_at": db.iso(row["created_at"]),
     }
+
+
+def rated_message_out(row: dict[str, Any]) -> dict[str, Any]:
+    """A message row joined with its feedback's rating, comment and correction."""
+    rating = {k: row.pop(k) for k in ("rating", "comment", "correction")}
+    out = message_out(row)
+    if rating["rating"] is not None:
+        out["feedback"] = rating
+    return out

@@ -72,6 +72,10 @@ def test_a_new_rating_replaces_the_last_and_can_be_taken_back(client, store):
     client.put(feedback_url(sid, first), json={"rating": "up", "comment": "nice"}, headers=ha)
     r = client.put(feedback_url(sid, first), json={"rating": "down"}, headers=ha)
     assert r.json()["rating"] == "down" and r.json()["comment"] is None
+    listed = client.get(f"{BASE}/{sid}/messages", headers=ha).json()["messages"]
+    rated = {m["id"]: m.get("feedback") for m in listed}
+    assert rated[first] == {"rating": "down", "comment": None, "correction": None}
+    assert sum(v is not None for v in rated.values()) == 1  # the others carry none
     assert len(client.get("/api/v1/feedback", headers=ha).text.splitlines()) == 1
     assert client.delete(feedback_url(sid, first), headers=ha).status_code == 204
     assert client.get("/api/v1/feedback", headers=ha).text == ""
