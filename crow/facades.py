@@ -16,7 +16,9 @@ import numpy as np
 
 if TYPE_CHECKING:
     from crow.retrieval.search import SortOrder
-    from crow.store.chat_store import JobState, Role, SessionKind
+    from crow.store.chat_store import Role, SessionKind
+    from crow.store.feedback import Rating
+    from crow.store.jobs import JobState
     from indexes.filters import SearchFilter
 
 Row = dict[str, Any]
@@ -151,6 +153,29 @@ class StoreFacade(Protocol):
     ) -> Awaitable[bool]: ...
     def renew_claim(self, org_id: str, answer_id: str) -> Awaitable[None]: ...
     def release_answer(self, org_id: str, answer_id: str) -> Awaitable[None]: ...
+    # Feedback and chat search.
+    def set_feedback(
+        self,
+        org_id: str,
+        session_id: str,
+        message_id: str,
+        rating: Rating,
+        *,
+        comment: str | None = None,
+        correction: str | None = None,
+    ) -> Awaitable[Row | None]: ...
+    def delete_feedback(self, org_id: str, session_id: str, message_id: str) -> Awaitable[bool]: ...
+    def feedback_rows(
+        self,
+        org_id: str,
+        *,
+        since: datetime | None = None,
+        rating: Rating | None = None,
+        limit: int = 1000,
+    ) -> Awaitable[list[Row]]: ...
+    def search_chats(
+        self, org_id: str, text: str, *, limit: int = 20, offset: int = 0
+    ) -> Awaitable[tuple[list[Row], int]]: ...
     # Access: API keys, rate limits and token quotas.
     def create_api_key(
         self, org_id: str, role: str, *, name: str | None = None, expires_at: datetime | None = None

@@ -17,7 +17,7 @@ from crow.config_source import app_args_env
 from crow.retrieval.index_build import DATASET_OF, INDEX_COLLECTIONS
 from crow.retrieval.index_control import IndexControl
 from crow.settings import AppSettings
-from crow.store.chat_store import JobState
+from crow.store.jobs import JobState
 from deployments.handles import HandleProxy
 
 log = logging.getLogger("ray.serve")  # shown in the replica logs and the console

@@ -10,7 +10,9 @@ from fastapi import APIRouter, Depends, FastAPI, Request
 from crow.api import (
     routes_a2a,
     routes_chat,
+    routes_chat_history,
     routes_dashboard,
+    routes_feedback,
     routes_health,
     routes_ingest,
     routes_keys,
@@ -83,6 +85,8 @@ def create_app(
     app.include_router(routes_qna_index.router)
     app.include_router(routes_qna.router)
     app.include_router(routes_chat.router)
+    app.include_router(routes_chat_history.router)
+    app.include_router(routes_feedback.router)
     app.include_router(routes_a2a.router)
     if chat_model is not None:
         app.include_router(

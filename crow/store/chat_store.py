@@ -16,10 +16,13 @@ from crow.ids import new_id
 from crow.store import db
 from crow.store.a2a_state import A2AState
 from crow.store.access import Access
+from crow.store.chat_search import ChatSearch
+from crow.store.feedback import Feedback
+from crow.store.jobs import JobRuns
+from crow.store.rows import MESSAGE_COLUMNS, message_out, rated_message_out, session_out
 
 SessionKind = Literal["chat", "qna"]
 Role = Literal["user", "assistant", "system"]
-JobState = Literal["pending", "running", "succeeded", "failed", "stopped"]
 TITLE_WORDS, TITLE_CHARS = 6, 40
 
 
@@ -29,9 +32,9 @@ def session_title(first_message: str) -> str:
     return title if len(title) <= TITLE_CHARS else title[: TITLE_CHARS - 1].rstrip() + "…"
 
 
-class ChatStore(Access, A2AState):
-    """Sessions, messages, answers in progress, index versions and job runs; with the
-    access (crow.store.access) and A2A (crow.store.a2a_state) parts, the whole chat state."""
+class ChatStore(Access, A2AState, JobRuns, Feedback, ChatSearch):
+    """Sessions, messages and answers in progress; with its parts (access, A2A state, jobs,
+    feedback and chat search: the modules of crow.store), the whole chat state."""
 
     # --- sessions --------------------------------------------------------------------
     def create_session(
@@ -64,7 +67,7 @@ class ChatStore(Access, A2AState):
             """,
             [session_id, org_id, kind],
         )
-        return _session_out(rows[0]) if rows else None
+        return session_out(rows[0]) if rows else None
 
     def list_sessions(
         self, org_id: str, *, kind: SessionKind = "chat", limit: int = 20, offset: int = 0
@@ -82,7 +85,7 @@ class ChatStore(Access, A2AState):
         total = self._query(
             "SELECT count(*) AS n FROM sessions WHERE org_id = ? AND kind = ?", [org_id, kind]
         )[0]["n"]
-        return [_session_out(r) for r in rows], total
+        return [session_out(r) for r in rows], total
 
     def delete_session(self, org_id: str, session_id: str, *, kind: SessionKind = "chat") -> bool:
         with self._lock:
@@ -90,6 +93,10 @@ class ChatStore(Access, A2AState):
                 return False
             self._transaction(
                 [
+                    (
+                        "DELETE FROM feedback WHERE session_id = ? AND org_id = ?",
+                        [session_id, org_id],
+                    ),
                     (
                         "DELETE FROM messages WHERE session_id = ? AND org_id = ?",
                         [session_id, org_id],
@@ -166,7 +173,7 @@ class ChatStore(Access, A2AState):
                     *also,
                 ]
             )
-            return _message_out(
+            return message_out(
                 {
                     "id": mid,
                     "session_id": session_id,
@@ -180,10 +187,10 @@ class ChatStore(Access, A2AState):
 
     def get_message(self, org_id: str, message_id: str) -> dict[str, Any] | None:
         rows = self._query(
-            f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE id = ? AND org_id = ?",
+            f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE id = ? AND org_id = ?",
             [message_id, org_id],
         )
-        return _message_out(rows[0]) if rows else None
+        return message_out(rows[0]) if rows else None
 
     def list_messages(
         self,
@@ -193,18 +200,20 @@ class ChatStore(Access, A2AState):
         limit: int = 50,
         before: int | None = None,
     ) -> list[dict[str, Any]]:
-        """The `limit` latest messages older than seq `before`, oldest first."""
+        """The `limit` latest messages older than seq `before`, oldest first; a rated answer
+        with its ``feedback`` (rating, comment, correction)."""
         rows = self._query(
             f"""
-            SELECT * FROM (
-                SELECT {_MESSAGE_COLUMNS} FROM messages
+            SELECT m.*, f.rating, f.comment, f.correction FROM (
+                SELECT {MESSAGE_COLUMNS} FROM messages
                 WHERE session_id = ? AND org_id = ? AND seq < ?
                 ORDER BY seq DESC LIMIT ?
-            ) ORDER BY seq
+            ) m LEFT JOIN feedback f ON f.message_id = m.id
+            ORDER BY m.seq
             """,
             [session_id, org_id, before if before is not None else 2**62, limit],
         )
-        return [_message_out(r) for r in rows]
+        return [rated_message_out(r) for r in rows]
 
     # --- a chat turn's writes, one call each end (a deployed store: one round trip) -----
     def start_turn(
@@ -251,122 +260,6 @@ class ChatStore(Access, A2AState):
                 self.add_usage(org_id, tokens)
             return message
 
-    # --- index versions and job runs -------------------------------------------------
-    def record_index_version(
-        self, org_id: str, collection: str, version: str, *, kind: str, row_count: int, model: str
-    ) -> None:
-        self._query(
-            "INSERT OR REPLACE INTO index_versions VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [org_id, collection, version, kind, row_count, model, db.now()],
-        )
-
-    def list_index_versions(self, org_id: str) -> list[dict[str, Any]]:
-        rows = self._query(
-            "SELECT * FROM index_versions WHERE org_id = ? ORDER BY collection, created_at",
-            [org_id],
-        )
-        return [{**r, "created_at": db.iso(r["created_at"])} for r in rows]
-
-    def create_job_run(
-        self,
-        org_id: str,
-        kind: str,
-        *,
-        job_id: str | None = None,
-        collections: list[str] | None = None,
-    ) -> dict[str, Any]:
-        """A new pending job, or, when a pending or running job of the org already covers one
-        of `collections`, that job with ``already_running: True`` (nothing is created)."""
-        jid, now = job_id or new_id("job"), db.now()
-        with self._lock:
-            if collections:
-                for row in self._con.execute(
-                    "SELECT id, collections FROM job_runs WHERE org_id = ? AND kind = ? "
-                    "AND state IN ('pending', 'running') ORDER BY created_at",
-                    [org_id, kind],
-                ).fetchall():
-                    if set(json.loads(row[1] or "[]")) & set(collections):
-                        running = row[0]
-                        break
-                else:
-                    running = None
-                if running is not None:
-                    return {**self._seen_job_run(org_id, running), "already_running": True}
-            self._con.execute(
-                "INSERT INTO job_runs VALUES (?, ?, ?, 'pending', 0, NULL, NULL, ?, ?, ?, NULL)",
-                [jid, org_id, kind, now, now, json.dumps(collections or [])],
-            )
-            return self._seen_job_run(org_id, jid)
-
-    def update_job_run(
-        self,
-        org_id: str,
-        job_id: str,
-        *,
-        state: JobState | None = None,
-        rows_done: int | None = None,
-        rows_total: int | None = None,
-        detail: str | None = None,
-        timings: dict[str, float] | None = None,
-    ) -> None:
-        """Set what is given; ``timings`` (seconds per stage) replaces the recorded ones."""
-        self._query(
-            """
-            UPDATE job_runs SET state = coalesce(?, state), rows_done = coalesce(?, rows_done),
-                rows_total = coalesce(?, rows_total), detail = coalesce(?, detail),
-                timings = coalesce(?, timings), updated_at = ?
-            WHERE id = ? AND org_id = ?
-            """,
-            [
-                state,
-                rows_done,
-                rows_total,
-                detail,
-                None if timings is None else json.dumps(timings),
-                db.now(),
-                job_id,
-                org_id,
-            ],
-        )
-
-    def get_job_run(self, org_id: str, job_id: str) -> dict[str, Any] | None:
-        with self._lock:
-            return self._job_run(org_id, job_id)
-
-    def latest_job_run(self, org_id: str, kind: str) -> dict[str, Any] | None:
-        """The org's most recent job of `kind`, or None."""
-        with self._lock:
-            row = self._con.execute(
-                "SELECT id FROM job_runs WHERE org_id = ? AND kind = ? "
-                "ORDER BY created_at DESC, id DESC LIMIT 1",
-                [org_id, kind],
-            ).fetchone()
-            return None if row is None else self._job_run(org_id, row[0])
-
-    def _seen_job_run(self, org_id: str, job_id: str) -> dict[str, Any]:
-        """A job run this call has just read or written under the lock: it is there."""
-        job = self._job_run(org_id, job_id)
-        if job is None:
-            raise LookupError(f"job run {job_id} of {org_id} is gone")
-        return job
-
-    def _job_run(self, org_id: str, job_id: str) -> dict[str, Any] | None:
-        cur = self._con.execute(
-            "SELECT * FROM job_runs WHERE id = ? AND org_id = ?", [job_id, org_id]
-        )
-        cols = [d[0] for d in cur.description]
-        row = cur.fetchone()
-        if row is None:
-            return None
-        r = dict(zip(cols, row, strict=True))
-        return {
-            **r,
-            "collections": json.loads(r["collections"] or "[]"),
-            "timings": json.loads(r["timings"] or "{}"),
-            "created_at": db.iso(r["created_at"]),
-            "updated_at": db.iso(r["updated_at"]),
-        }
-
     # --- answers in progress -------------------------------------------------------------
     def claim_answer(self, org_id: str, answer_id: str, *, stale_after_s: float) -> bool:
         """Take the job of answering `answer_id`: False while another request holds a claim
@@ -391,24 +284,3 @@ class ChatStore(Access, A2AState):
     def release_answer(self, org_id: str, answer_id: str) -> None:
         """The claim's request ended (answered, or failed: a retry may answer now)."""
         self._query("DELETE FROM answer_claims WHERE id = ? AND org_id = ?", [answer_id, org_id])
-
-
-_MESSAGE_COLUMNS = "id, session_id, seq, role, content, sources, tool_steps, timings, created_at"
-
-
-def _session_out(row: dict[str, Any]) -> dict[str, Any]:
-    return {
-        **row,
-        "created_at": db.iso(row["created_at"]),
-        "updated_at": db.iso(row["updated_at"]),
-    }
-
-
-def _message_out(row: dict[str, Any]) -> dict[str, Any]:
-    return {
-        **row,
-        "sources": json.loads(row["sources"]),
-        "tool_steps": json.loads(row["tool_steps"]),
-        "timings": json.loads(row["timings"]),
-        "created_at": db.iso(row["created_at"]),
-    }

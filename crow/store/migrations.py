@@ -167,6 +167,24 @@ def m006_job_timings(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("ALTER TABLE job_runs ADD COLUMN timings VARCHAR")
 
 
+def m007_feedback(con: duckdb.DuckDBPyConnection) -> None:
+    # A rating of an assistant message (one per message, the latest wins), for the evaluation.
+    con.execute(
+        """
+        CREATE TABLE feedback (
+            message_id VARCHAR PRIMARY KEY,
+            org_id VARCHAR NOT NULL,
+            session_id VARCHAR NOT NULL,
+            rating VARCHAR NOT NULL CHECK (rating IN ('up', 'down')),
+            comment VARCHAR,
+            correction VARCHAR,
+            created_at TIMESTAMP NOT NULL,
+            updated_at TIMESTAMP NOT NULL
+        )
+        """
+    )
+
+
 MIGRATIONS: list[Migration] = [
     m001_core,
     m002_indexes_and_jobs,
@@ -174,6 +192,7 @@ MIGRATIONS: list[Migration] = [
     m004_a2a,
     m005_answer_claims,
     m006_job_timings,
+    m007_feedback,
 ]
 
 

@@ -79,7 +79,32 @@ export const api = {
   messages: (org, id) => request("GET", `/api/v1/chat/sessions/${enc(id)}/messages?limit=100`, { org }),
   /** What of the org's data is searchable yet, and its latest reindex job. */
   indexing: (org) => request("GET", "/api/v1/qna/indexing", { org }),
+  /** Rate an answer: `body` is {rating: "up" | "down", comment?, correction?}. */
+  rate: (org, id, messageId, body) =>
+    request("PUT", `/api/v1/chat/sessions/${enc(id)}/messages/${enc(messageId)}/feedback`, { org, body }),
+  unrate: (org, id, messageId) =>
+    request("DELETE", `/api/v1/chat/sessions/${enc(id)}/messages/${enc(messageId)}/feedback`, { org }),
+  /** The org's chats with a message containing `q`, newest first. */
+  searchChats: (org, q, offset = 0) =>
+    request("GET", `/api/v1/chat/search?q=${enc(q)}&limit=20&offset=${offset}`, { org }),
 };
+
+/** A chat as a file: {blob, name} (the name from Content-Disposition). */
+export async function downloadChat(org, id, format) {
+  const key = keyFor(org);
+  let response;
+  try {
+    response = await fetch(`/api/v1/chat/sessions/${enc(id)}/export?format=${enc(format)}`, {
+      headers: headersFor(org, key, {}),
+    });
+  } catch {
+    throw new ApiError("network_error", "Could not reach the server. Check the connection.");
+  }
+  if (!response.ok) throw await failure(response, org, key);
+  const disposition = response.headers.get("Content-Disposition") || "";
+  const name = /filename="([^"]+)"/.exec(disposition)?.[1] || `ask-crow-chat.${format === "json" ? "json" : "md"}`;
+  return { blob: await response.blob(), name };
+}
 
 /**
  * Send a message and follow the answer's server-sent events: `onEvent(type, data)` for

@@ -3,9 +3,12 @@
 // The API wants a key per organization (keys.js): without one the page asks for it; a link
 // may carry it (#key=…); the organization picker lists the organizations this tab has keys for.
 
-import { api, ApiError, onUnauthorized, streamMessage } from "./api.js";
+import { api, ApiError, downloadChat, onUnauthorized, streamMessage } from "./api.js";
 import { forgetKey, keyedOrgs, keyFor, rememberKey, takeKeyFromUrl } from "./keys.js";
 import { toFragment } from "./markdown.js";
+import { h } from "./dom.js";
+import { ratingControls } from "./feedback.js";
+import { chatSearch } from "./chatsearch.js";
 
 const SUGGESTIONS = [
   "How many interactions do we have?",
@@ -61,6 +64,11 @@ const el = {
   toast: $("toast"),
   forgetKey: $("forget-key"),
   indexing: $("indexing"),
+  searchInput: $("chat-search-input"),
+  searchResults: $("search-results"),
+  searchNote: $("search-note"),
+  history: $("history"),
+  exportMenu: $("export-menu"),
   signin: $("signin"),
   signinForm: $("signin-form"),
   signinNote: $("signin-note"),
@@ -80,24 +88,12 @@ const state = {
   server: [], // the org's sessions as the server last listed them
   local: new Map(), // org -> Map(id -> session) created on this page, not yet listed
   busy: false, // an answer is being generated
+  search: null, // the sidebar's chat search (chatsearch.js)
   follow: true, // keep the end of the thread in view while an answer arrives
   view: 0, // bumped on every navigation, so late answers never land in the wrong view
 };
 
 // ---------------------------------------------------------------- small helpers
-
-function h(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs)) {
-    if (value === undefined || value === null || value === false) continue;
-    if (key === "class") node.className = value;
-    else if (key === "text") node.textContent = value;
-    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
-    else node.setAttribute(key, value === true ? "" : value);
-  }
-  for (const child of children) if (child != null) node.append(child);
-  return node;
-}
 
 function trashIcon() {
   const ns = "http://www.w3.org/2000/svg";
@@ -163,6 +159,8 @@ function urlFor(org, sessionId) {
 }
 
 function syncUrl({ replace = false } = {}) {
+  el.exportMenu.hidden = !state.sessionId;
+  el.exportMenu.open = false;
   const url = urlFor(state.org, state.sessionId);
   if (`${location.pathname}${location.search}` === url) return;
   history[replace ? "replaceState" : "pushState"]({}, "", url);
@@ -410,6 +408,15 @@ function assistantMessage(message) {
           text: "Composed from the data: the model's own answer did not match the tool results.",
         })
       : null;
+  const { org, sessionId } = state;
+  const rating = message.id
+    ? ratingControls(message.feedback, {
+        save: (body) => api.rate(org, sessionId, message.id, body),
+        clear: () => api.unrate(org, sessionId, message.id),
+        done: toast,
+        failed: (err) => toast(`Feedback not saved: ${err.message}`),
+      })
+    : { buttons: [], form: null };
   return h(
     "div",
     { class: "msg msg-assistant", "data-message-id": message.id },
@@ -420,7 +427,14 @@ function assistantMessage(message) {
       composed,
       body,
       chips,
-      h("div", { class: "actions" }, copy, metaText ? h("span", { class: "meta", text: metaText }) : null),
+      h(
+        "div",
+        { class: "actions" },
+        copy,
+        ...rating.buttons,
+        metaText ? h("span", { class: "meta", text: metaText }) : null,
+      ),
+      rating.form,
     ),
   );
 }
@@ -656,6 +670,7 @@ async function switchOrg(org, { push = true, sessionId = null, reload = false } 
   document.title = `Ask CROW · ${orgName(org)}`;
   if (changed) {
     state.server = [];
+    state.search?.reset(); // results of another organization's chats
     renderSidebar();
   }
   const sessionsLoaded = changed ? refreshSessions() : Promise.resolve();
@@ -918,6 +933,21 @@ function wire() {
     el.orgSelect.value = state.org;
     showSignIn({ note: "Add the API key of another organization." });
   });
+  state.search = chatSearch({
+    input: el.searchInput,
+    results: el.searchResults,
+    note: el.searchNote,
+    history: el.history,
+    search: (q, offset) => api.searchChats(state.org, q, offset),
+    open: (id) => {
+      openSession(id);
+      closeDrawer();
+    },
+    href: (id) => urlFor(state.org, id),
+  });
+  for (const button of el.exportMenu.querySelectorAll("button[data-format]")) {
+    button.addEventListener("click", () => exportChat(button.dataset.format));
+  }
   el.forgetKey.addEventListener("click", forgetCurrentKey);
   el.signinForm.addEventListener("submit", submitKey);
   el.signinCancel.addEventListener("click", cancelSignIn);
@@ -944,6 +974,22 @@ function wire() {
       renderSidebar();
     }
   });
+}
+
+async function exportChat(format) {
+  el.exportMenu.open = false;
+  if (!state.sessionId) return;
+  try {
+    const { blob, name } = await downloadChat(state.org, state.sessionId, format);
+    const url = URL.createObjectURL(blob);
+    const link = h("a", { href: url, download: name, hidden: true });
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 10_000);
+  } catch (err) {
+    toast(`Could not export the chat: ${err.message}`);
+  }
 }
 
 function loadFailed(err) {

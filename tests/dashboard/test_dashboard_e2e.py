@@ -16,6 +16,7 @@ import json
 import re
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import NamedTuple
 
 import httpx
@@ -697,3 +698,68 @@ def test_the_indexing_banner_shows_progress_until_the_data_is_searchable(site, p
     finally:
         gate.set()
         site.indexer.embed = fast
+
+
+def test_feedback_round_trips_to_the_export_then_search_and_download(site, page):
+    """👎 with a correction on an answer lands in GET /api/v1/feedback as an evaluation
+    question; the rating shows again after a reload; the sidebar search finds the chat by a
+    word of its answer; Export downloads it as Markdown."""
+    open_home(page, site)
+    page.locator("#input").fill("How many interactions do we have in total?")
+    page.locator("#input").press("Enter")
+    answer = page.locator(".msg-assistant:not(.thinking)").last
+    expect(answer.locator(".markdown")).to_contain_text("interactions")
+    expect(page).to_have_url(re.compile(r"[?&]session=ses_"))
+    session_id = re.search(r"session=([\w-]+)", page.url)[1]
+
+    down = answer.get_by_role("button", name="Bad answer")
+    down.click()
+    expect(down).to_have_attribute("aria-pressed", "true")
+    form = answer.locator(".feedback-form")
+    expect(form).to_be_visible()
+    expect(form.get_by_label("What was good or wrong? (optional)")).to_be_focused()
+    form.get_by_label("What should the answer have said? (optional)").fill("1,500 interactions")
+    form.get_by_label("What was good or wrong? (optional)").fill("count looks off")
+    shot(page, "feedback.png")
+    form.get_by_role("button", name="Send feedback").click()
+    expect(page.locator("#toast")).to_contain_text("feedback was saved")
+    expect(form).to_be_hidden()
+    lines = httpx.get(
+        f"{site.url}/api/v1/feedback", headers=site.headers(A), timeout=30
+    ).text.splitlines()
+    item = next(json.loads(line) for line in lines if session_id in line)
+    assert item["query"] == "How many interactions do we have in total?"
+    assert item["truth"] == {"facts": ["1,500 interactions"]}
+    assert item["feedback"]["comment"] == "count looks off"
+    assert item["expect_tools"] == ["get_interaction_summary"]
+
+    page.reload()
+    expect(page.locator("body[data-ready=true]")).to_have_count(1)
+    answer = page.locator(".msg-assistant").last
+    expect(answer.get_by_role("button", name="Bad answer")).to_have_attribute(
+        "aria-pressed", "true"
+    )
+    expect(answer.get_by_role("button", name="Good answer")).to_have_attribute(
+        "aria-pressed", "false"
+    )
+
+    page.locator("#new-chat").click()
+    search = page.get_by_role("searchbox", name="Search chats")
+    search.fill("channel")  # a word of the answer (its table's header), not of the question
+    hit = page.locator(f'#search-results .search-hit[data-session-id="{session_id}"]')
+    expect(hit).to_be_visible()
+    expect(page.locator("#history")).to_be_hidden()
+    expect(page.locator("#search-note")).to_contain_text("contain “channel”")
+    shot(page, "search.png")
+    hit.locator("a").click()
+    expect(page).to_have_url(re.compile(f"session={session_id}"))
+    search.press("Escape")
+    expect(page.locator("#history")).to_be_visible()
+
+    page.locator("#export-menu summary").click()
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Markdown").click()
+    saved = download.value
+    assert saved.suggested_filename.endswith(f"{session_id}.md")
+    text = Path(saved.path()).read_text(encoding="utf-8")
+    assert text.startswith("# How many interactions do we") and "## Ask CROW · " in text
