@@ -29,6 +29,8 @@ def world(tmp_path_factory):
     store = ChatStore(demo.settings.chat_db_path)
     chat = store.create_session(B, title="B's chat")
     store.add_message(B, chat["id"], "user", "B's private question")
+    answer = store.add_message(B, chat["id"], "assistant", "B's private answer")
+    store.set_feedback(B, chat["id"], answer["id"], "down", correction="B's correction")
     qna = store.create_session(B, kind="qna")
     job = store.create_job_run(B, "reindex", collections=["products"])
     b_key = store.create_api_key(B, "admin", name="B's key")
@@ -38,6 +40,7 @@ def world(tmp_path_factory):
         "qna": qna["id"],
         "job_id": job["id"],
         "key_id": b_key["id"],
+        "message_id": answer["id"],
         "collection": "products",
     }
     model = rule_model()
@@ -52,6 +55,7 @@ def _path(template: str, params: list[dict[str, Any]], b: dict[str, str]) -> str
         "org_id": b["org_id"],
         "job_id": b["job_id"],
         "key_id": b["key_id"],
+        "message_id": b["message_id"],
         "collection": b["collection"],
         "session_id": b["qna"] if template.startswith("/api/v1/qna/") else b["chat"],
     }
@@ -77,6 +81,8 @@ def _body(path: str, method: str) -> dict[str, Any]:
         return {"content": NDJSON_ROW, "headers": {"Content-Type": "application/x-ndjson"}}
     if path.endswith("/index"):
         return {"json": {"title": "Returns", "body": "Everything is free now."}}
+    if path.endswith("/feedback"):
+        return {"json": {"rating": "up", "correction": "A's word"}}
     if path.endswith("/keys"):
         return {"json": {"role": "admin"}}
     if path.endswith(("/messages", "/stream", "/query")):
@@ -125,6 +131,7 @@ def _operations(client: TestClient) -> list[tuple[str, str, list[dict[str, Any]]
 
 def _leaks(text: str, b: dict[str, str]) -> list[str]:
     secrets = [b["chat"], b["qna"], b["job_id"], b["key_id"], "B's private question", "B's chat"]
+    secrets += [b["message_id"], "B's private answer", "B's correction"]
     return [s for s in secrets if s in text]
 
 
@@ -159,6 +166,11 @@ def test_a_key_of_one_org_reaches_nothing_of_another(world):
         ("post", "/v1/chat/completions"),
         ("delete", "/api/v1/keys/{key_id}"),
         ("post", "/api/v1/ingest/{collection}"),
+        ("put", "/api/v1/chat/sessions/{session_id}/messages/{message_id}/feedback"),
+        ("delete", "/api/v1/chat/sessions/{session_id}/messages/{message_id}/feedback"),
+        ("get", "/api/v1/feedback"),
+        ("get", "/api/v1/chat/search"),
+        ("get", "/api/v1/chat/sessions/{session_id}/export"),
     ]:
         assert must in seen, must
     # /mcp: the initialize call and a tool call naming B
@@ -186,7 +198,14 @@ def test_a_key_of_one_org_reaches_nothing_of_another(world):
     # nothing of B's changed
     after = {c: demo.lake.count(B, c) for c in before}
     assert after == before
-    assert [m["content"] for m in store.list_messages(B, b["chat"])] == ["B's private question"]
+    assert [m["content"] for m in store.list_messages(B, b["chat"])] == [
+        "B's private question",
+        "B's private answer",
+    ]
+    kept = store.feedback_rows(B)
+    assert [(r["feedback"]["rating"], r["feedback"]["correction"]) for r in kept] == [
+        ("down", "B's correction")
+    ]
     assert store.get_session(B, b["qna"], kind="qna") is not None
     assert store.get_job_run(B, b["job_id"])["state"] == "pending"
     assert [k["active"] for k in store.list_api_keys(B) if k["id"] == b["key_id"]] == [True]
