@@ -6,7 +6,7 @@
 import { api, ApiError, downloadChat, onUnauthorized, streamMessage } from "./api.js";
 import { forgetKey, keyedOrgs, keyFor, rememberKey, takeKeyFromUrl } from "./keys.js";
 import { toFragment } from "./markdown.js";
-import { h } from "./dom.js";
+import { h, icon } from "./dom.js";
 import { ratingControls } from "./feedback.js";
 import { chatSearch } from "./chatsearch.js";
 
@@ -96,15 +96,7 @@ const state = {
 // ---------------------------------------------------------------- small helpers
 
 function trashIcon() {
-  const ns = "http://www.w3.org/2000/svg";
-  const svg = document.createElementNS(ns, "svg");
-  svg.setAttribute("viewBox", "0 0 24 24");
-  svg.setAttribute("class", "icon");
-  svg.setAttribute("aria-hidden", "true");
-  const path = document.createElementNS(ns, "path");
-  path.setAttribute("d", "M4 7h16M9 7V4h6v3M6 7l1 13h10l1-13M10 11v6M14 11v6");
-  svg.append(path);
-  return svg;
+  return icon("M4 7h16M9 7V4h6v3M6 7l1 13h10l1-13M10 11v6M14 11v6");
 }
 
 function sessionTitle(text) {

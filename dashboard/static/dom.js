@@ -13,3 +13,16 @@ export function h(tag, attrs = {}, ...children) {
   for (const child of children) if (child != null) node.append(child);
   return node;
 }
+
+/** An outline icon (24x24, stroked by CSS) from SVG path data; hidden from assistive tech. */
+export function icon(d) {
+  const ns = "http://www.w3.org/2000/svg";
+  const svg = document.createElementNS(ns, "svg");
+  svg.setAttribute("viewBox", "0 0 24 24");
+  svg.setAttribute("class", "icon");
+  svg.setAttribute("aria-hidden", "true");
+  const path = document.createElementNS(ns, "path");
+  path.setAttribute("d", d);
+  svg.append(path);
+  return svg;
+}

@@ -1,11 +1,15 @@
-// 👍 / 👎 on an answer. A rating is saved at once (pressing the same thumb again takes it
+// Thumbs up / down on an answer. A rating is saved at once (pressing the same thumb again takes it
 // back); after a rating, an optional comment and correction can be sent with it. A rating
 // down with a correction becomes an evaluation question (GET /api/v1/feedback).
 
-import { h } from "./dom.js";
+import { h, icon } from "./dom.js";
 
 const LABELS = { up: "Good answer", down: "Bad answer" };
-const ICONS = { up: "👍", down: "👎" };
+// Thumbs up and down, drawn (an emoji font is not everywhere).
+const ICONS = {
+  up: "M7 11v9H4v-9h3zm0 0l4-7c1.5 0 2.5 1 2.2 2.6L12.6 10H18a2 2 0 0 1 2 2.3l-1.2 6A2 2 0 0 1 16.8 20H7",
+  down: "M17 13V4h3v9h-3zm0 0l-4 7c-1.5 0-2.5-1-2.2-2.6l.6-3.4H6a2 2 0 0 1-2-2.3l1.2-6A2 2 0 0 1 7.2 4H17",
+};
 let formIds = 0;
 
 /**
@@ -86,7 +90,7 @@ export function ratingControls(initial, { save, clear, done, failed }) {
         title: LABELS[rating],
         onclick: () => choose(rating),
       },
-      h("span", { "aria-hidden": "true", text: ICONS[rating] }),
+      icon(ICONS[rating]),
     );
   }
   return { buttons: [buttons.up, buttons.down], form };
