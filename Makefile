@@ -61,7 +61,7 @@ eval: data
 	  $(PY) -m benchmarks.agent_compare --eval-file $$f --out var/eval/$$(basename $$f .jsonl).json $(EVAL_ARGS) || exit 1; \
 	done
 
-# Every benchmark of benchmarks/ (~45 min on 2 cores): var/bench/results.json, REPORT.md and
+# Every benchmark of benchmarks/ (about an hour on 2 cores): var/bench/results.json, REPORT.md and
 # PNG plots; e.g. BENCH_ARGS="--skip peer" or "--quick". Retrieval alone: python -m benchmarks.retrieval_bench
 BENCH_ARGS ?=
 bench: data

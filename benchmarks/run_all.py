@@ -1,6 +1,6 @@
 """`make bench`: the benchmarks of benchmarks/ in one run -> results.json, PNG plots, REPORT.md.
 
-    python -m benchmarks.run_all [--skip PART ...] [--quick] [--budget-minutes 30]
+    python -m benchmarks.run_all [--skip PART ...] [--quick] [--budget-minutes 60]
 
 Parts, in this order (each a ratio or a distribution measured side by side in this run):
 
@@ -23,7 +23,7 @@ Parts, in this order (each a ratio or a distribution measured side by side in th
   reindex    interactions reindexed through the Ray Data job (100k rows) vs the single-process
              loop on a smaller sample, rows/s compared (bench_reindex.py)
 
-About 45 minutes on 2 cores at the default sizes. On a slower (or busier) machine
+About an hour on 2 cores at the default sizes. On a slower (or busier) machine
 ``--budget-minutes`` trims the peer's questions (kinds in turn) and the reindex row counts
 to what the measured speed fits; the report says so where it happened.
 Data and indexes come from ``--var`` (`make data`; missing indexes are built first); the
@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--budget-minutes",
         type=float,
-        default=45.0,
+        default=60.0,
         help="trim the peer questions and the reindex sizes to fit (0: never)",
     )
     parser.add_argument("--var", type=Path, default=ROOT / "var", help="data and indexes")
