@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from crow.store import db
 
 SNIPPET_CHARS = 160
+_MARKUP = re.compile(r"[*`#|]+|:?-{3,}:?")  # character runs: linear, no backtracking
 
 
 class ChatSearch(db.Database):
@@ -42,10 +44,11 @@ class ChatSearch(db.Database):
 
 
 def snippet(content: str, needle: str, width: int = SNIPPET_CHARS) -> str:
-    """About `width` characters of `content` around the first `needle` (lower case)."""
+    """About `width` characters of `content` around the first `needle` (lower case), as
+    plain text: markdown's bold, code, headings, table pipes and rules left out."""
     at = content.lower().find(needle)
     start = max(0, at - (width - len(needle)) // 2) if at >= 0 else 0
-    piece = " ".join(content[start : start + width].split())
+    piece = " ".join(_MARKUP.sub(" ", content[start : start + width]).split())
     return ("…" if start > 0 else "") + piece + ("…" if start + width < len(content) else "")
 
 

@@ -283,6 +283,7 @@ function closeDrawer() {
 // ---------------------------------------------------------------- thread rendering
 
 function showLanding() {
+  el.exportMenu.hidden = true; // nothing to export until a chat is open
   el.thread.hidden = true;
   el.thread.replaceChildren();
   el.landing.hidden = false;

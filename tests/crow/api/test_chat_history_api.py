@@ -19,7 +19,7 @@ def chat(store, org: str, question: str, answer: str) -> str:
 
 
 def test_search_finds_a_chat_by_a_word_of_its_answer_in_the_org_only(client, store):
-    tents = chat(store, ORG_A, "What sells best?", "The Basecamp Dome 4 TENT leads [1].")
+    tents = chat(store, ORG_A, "What sells best?", "The **Basecamp Dome 4** TENT leads [1].")
     kayaks = chat(
         store, ORG_A, "Kayak returns?", "Kayaks go back within 60 days; best keep the receipt."
     )
@@ -34,6 +34,7 @@ def test_search_finds_a_chat_by_a_word_of_its_answer_in_the_org_only(client, sto
     assert body["total"] == 1 and [h["session_id"] for h in body["results"]] == [tents]
     hit = body["results"][0]
     assert hit["role"] == "assistant" and "TENT" in hit["snippet"]
+    assert hit["snippet"] == "The Basecamp Dome 4 TENT leads [1]."  # no markdown left
     assert hit["title"] == "What sells best?"
 
     both = client.get(SEARCH, params={"q": "  BEST  "}, headers=ha).json()
