@@ -76,47 +76,33 @@ class Feedback(db.Database):
         if rating is not None:
             where.append("f.rating = ?")
             params.append(rating)
+        # One query for the whole export (the store has one writer: no query per row).
         rows = self._query(
             f"""
-            SELECT f.*, m.seq, m.content, m.sources, m.tool_steps, m.timings,
-                   m.created_at AS answered_at
-            FROM feedback f JOIN messages m ON m.id = f.message_id
-            WHERE {" AND ".join(where)}
-            ORDER BY f.updated_at, f.message_id LIMIT ?
+            WITH rated AS (
+                SELECT f.*, m.seq, m.content, m.sources, m.tool_steps, m.timings,
+                       m.created_at AS answered_at
+                FROM feedback f JOIN messages m ON m.id = f.message_id
+                WHERE {" AND ".join(where)}
+                ORDER BY f.updated_at, f.message_id LIMIT ?
+            ),
+            asked AS (
+                SELECT r.message_id, q.content, q.seq,
+                       row_number() OVER (PARTITION BY r.message_id ORDER BY q.seq DESC) AS back
+                FROM rated r JOIN messages q
+                  ON q.session_id = r.session_id AND q.role = 'user' AND q.seq < r.seq
+            ),
+            questions AS (
+                SELECT message_id, list(content ORDER BY seq) AS questions
+                FROM asked WHERE back <= ? GROUP BY message_id
+            )
+            SELECT rated.*, questions.questions
+            FROM rated LEFT JOIN questions ON questions.message_id = rated.message_id
+            ORDER BY rated.updated_at, rated.message_id
             """,
-            [*params, limit],
+            [*params, limit, HISTORY + 1],
         )
-        return [self._with_questions(row) for row in rows]
-
-    def _with_questions(self, row: dict[str, Any]) -> dict[str, Any]:
-        asked = self._query(
-            """
-            SELECT content FROM messages
-            WHERE session_id = ? AND role = 'user' AND seq < ?
-            ORDER BY seq DESC LIMIT ?
-            """,
-            [row["session_id"], row["seq"], HISTORY + 1],
-        )
-        questions = [r["content"] for r in reversed(asked)]
-        answer = message_out(
-            {
-                "id": row["message_id"],
-                "session_id": row["session_id"],
-                "seq": row["seq"],
-                "role": "assistant",
-                "content": row["content"],
-                "sources": row["sources"],
-                "tool_steps": row["tool_steps"],
-                "timings": row["timings"],
-                "created_at": row["answered_at"],
-            }
-        )
-        return {
-            "feedback": _feedback_out(row),
-            "question": questions[-1] if questions else "",
-            "history": questions[:-1],
-            "answer": answer,
-        }
+        return [_export_row(row) for row in rows]
 
     def _rateable(self, org_id: str, session_id: str, message_id: str) -> bool:
         return bool(
@@ -129,6 +115,29 @@ class Feedback(db.Database):
                 [message_id, org_id, session_id, org_id],
             )
         )
+
+
+def _export_row(row: dict[str, Any]) -> dict[str, Any]:
+    questions = list(row["questions"] or [])
+    answer = message_out(
+        {
+            "id": row["message_id"],
+            "session_id": row["session_id"],
+            "seq": row["seq"],
+            "role": "assistant",
+            "content": row["content"],
+            "sources": row["sources"],
+            "tool_steps": row["tool_steps"],
+            "timings": row["timings"],
+            "created_at": row["answered_at"],
+        }
+    )
+    return {
+        "feedback": _feedback_out(row),
+        "question": questions[-1] if questions else "",
+        "history": questions[:-1],
+        "answer": answer,
+    }
 
 
 _FEEDBACK_FIELDS = ("message_id", "session_id", "rating", "comment", "correction")
