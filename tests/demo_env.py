@@ -14,17 +14,22 @@ from models.testing_embed import HashEmbedder
 ORGS = ("acme-outdoor", "fresh-mart")
 
 
+END = "2026-11-29"  # the seeded data's last day: every test sees the same data
+
+
+def seed_demo(var: Path, org: str | None = None, interactions: int | None = None) -> None:
+    """The demo data under `var`/data: one organization or both, the generator's default
+    number of interactions unless `interactions` says."""
+    args = ["--data-root", str(var / "data"), "--end", END]
+    if org is not None:
+        args += ["--org", org]
+    if interactions is not None:
+        args += ["--interactions", str(interactions)]
+    seed(args)
+
+
 def build_demo_env(var: Path, *, interactions: int = 3000) -> LocalApp:
-    seed(
-        [
-            "--data-root",
-            str(var / "data"),
-            "--end",
-            "2026-11-29",
-            "--interactions",
-            str(interactions),
-        ]
-    )
+    seed_demo(var, interactions=interactions)
     # The tests hand it scripted models: a custom backend, so no small-model guidance.
     settings = AppSettings.from_args({"var_dir": str(var), "llm": {"backend": "custom"}})
     app = open_local_app(settings, HashEmbedder())

@@ -13,7 +13,7 @@ import pytest
 from crow.data.lake import DataLake
 from crow.retrieval.index_build import INDEX_COLLECTIONS, build_index
 from indexes.store import IndexStore
-from jobs.seed_demo import main as seed
+from tests.demo_env import seed_demo
 from tests.repo import ROOT
 from tests.serve_support import api_keys, serve_config_app
 
@@ -31,18 +31,7 @@ def app(tmp_path_factory):
     from models.embedder import SentenceTransformerEmbedder
 
     var = tmp_path_factory.mktemp("var")
-    seed(
-        [
-            "--data-root",
-            str(var / "data"),
-            "--end",
-            "2026-11-29",
-            "--org",
-            ORG,
-            "--interactions",
-            "2000",
-        ]
-    )
+    seed_demo(var, ORG, 2000)
     embedder = SentenceTransformerEmbedder("all-MiniLM-L6-v2")
     lake, store = DataLake(var / "data"), IndexStore(var / "indexes")
     for collection in INDEX_COLLECTIONS:

@@ -13,7 +13,7 @@ from benchmarks.parts import kinds_in_turn, merge_comparisons
 from benchmarks.questions import QUESTION_TYPES, all_questions
 from benchmarks.report import write_report
 from benchmarks.timeline import attribute
-from jobs.seed_demo import main as seed
+from tests.demo_env import seed_demo
 from tests.repo import ROOT
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -277,18 +277,7 @@ def test_quick_graph_part_end_to_end(tmp_path):
     """The runner's graph part at --quick sizes: Serve app from serve_config.yaml with the
     scripted model, overhead vs one process, two load levels; results.json and REPORT.md."""
     var, out = tmp_path / "var", tmp_path / "out"
-    seed(
-        [
-            "--data-root",
-            str(var / "data"),
-            "--end",
-            "2026-11-29",
-            "--org",
-            "acme-outdoor",
-            "--interactions",
-            "300",
-        ]
-    )
+    seed_demo(var, "acme-outdoor", 300)
     skips = [
         a for p in ("breakdown", "peer", "concurrency", "search", "reindex") for a in ("--skip", p)
     ]

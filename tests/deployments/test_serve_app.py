@@ -10,8 +10,8 @@ from typing import NamedTuple
 import httpx
 import pytest
 
-from jobs.seed_demo import main as seed
 from tests.conftest import assert_error
+from tests.demo_env import seed_demo
 from tests.serve_support import api_keys, serve_config_app
 
 pytestmark = pytest.mark.serve
@@ -29,7 +29,7 @@ class App(NamedTuple):
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
     var = tmp_path_factory.mktemp("var")
-    seed(["--data-root", str(var / "data"), "--end", "2026-11-29", "--org", ORG])
+    seed_demo(var, ORG)
     keys = api_keys(var, [ORG, OTHER])  # before the app starts: one writer once it runs
     reader = api_keys(var, [ORG], role="reader")[ORG]
     with serve_config_app(var, "testing.rule_model:rule_model") as url:
@@ -162,7 +162,7 @@ def test_keys_cli_writes_through_the_app_only_to_the_database_it_names(
     from jobs import keys
 
     other = tmp_path / "other-var"
-    seed(["--data-root", str(other / "data"), "--end", "2026-11-29", "--org", ORG])
+    seed_demo(other, ORG)
     orgs = f"{app.url}/api/v1/organizations"
     for var, works in ((app.var, True), (other, False)):
         monkeypatch.setenv("CROW_VAR_DIR", str(var))

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import httpx
 import pytest
 
-from jobs.seed_demo import main as seed
+from tests.demo_env import seed_demo
 from tests.serve_support import APP_NAME, api_keys, serve_config_app, wait_until
 
 pytestmark = pytest.mark.serve
@@ -123,7 +123,7 @@ def _history(http: httpx.Client, session_id: str) -> list[dict]:
 
 def test_replica_kills_under_chat_traffic(tmp_path):
     var = tmp_path / "var"
-    seed(["--data-root", str(var / "data"), "--end", "2026-11-29", "--org", ORG])
+    seed_demo(var, ORG)
     headers = api_keys(var, [ORG])[ORG]  # before the app starts on var
     with serve_config_app(var, "testing.rule_model:rule_model_slow", quotas=QUOTAS) as url:
         http = httpx.Client(base_url=url, headers=headers, timeout=HTTP_TIMEOUT_S)

@@ -13,7 +13,7 @@ import uuid
 import httpx
 import pytest
 
-from jobs.seed_demo import main as seed
+from tests.demo_env import seed_demo
 from tests.serve_support import ROOT, api_keys, serve_config_app
 
 pytestmark = pytest.mark.serve
@@ -74,7 +74,7 @@ async def _load(url: str, headers: dict[str, str]) -> tuple[list[float], list[st
 
 def test_concurrent_chat_sessions_under_load(tmp_path):
     var = tmp_path / "var"
-    seed(["--data-root", str(var / "data"), "--end", "2026-11-29", "--org", ORG])
+    seed_demo(var, ORG)
     headers = api_keys(var, [ORG])[ORG]  # before the app starts on var
     with serve_config_app(var, MODEL, quotas=QUOTAS) as url:
         warm = httpx.post(f"{url}/api/v1/chat/sessions", headers=headers).json()

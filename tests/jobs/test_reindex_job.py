@@ -12,27 +12,11 @@ from crow.settings import AppSettings
 from crow.store.chat_store import ChatStore
 from indexes.store import IndexStore
 from jobs import reindex
-from jobs.seed_demo import main as seed
+from tests.demo_env import seed_demo
 from tests.job_fakes import RecordingJob
 
 pytestmark = pytest.mark.serve
 ORG = "fresh-mart"
-
-
-def seed_org(var) -> None:
-    """ORG's demo data (200 interactions) under `var`/data."""
-    seed(
-        [
-            "--data-root",
-            str(var / "data"),
-            "--end",
-            "2026-11-29",
-            "--org",
-            ORG,
-            "--interactions",
-            "200",
-        ]
-    )
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +32,7 @@ def ray_cluster():
 
 def test_full_then_incremental_reindex(ray_cluster, tmp_path, monkeypatch):
     var = tmp_path / "var"
-    seed_org(var)
+    seed_demo(var, ORG, 200)
     kb = tmp_path / "kb"  # the org's knowledge source: its pages join the seeded documents
     kb.mkdir()
     (kb / "returns.md").write_text("# Returns\nSixty days with a receipt.\n")
@@ -142,18 +126,7 @@ def test_a_killed_job_leaves_the_serving_version(tmp_path):
     from models.testing_embed import HashEmbedder
 
     var = tmp_path / "var"
-    seed(
-        [
-            "--data-root",
-            str(var / "data"),
-            "--end",
-            "2026-11-29",
-            "--org",
-            ORG,
-            "--interactions",
-            "4000",
-        ]
-    )
+    seed_demo(var, ORG, 4000)
     lake, store, hashed = DataLake(var / "data"), IndexStore(var / "indexes"), HashEmbedder()
     serving = build_index(lake, store, hashed.embed, ORG, "interactions", model=hashed.name).version
     env = {**os.environ, "CROW_VAR_DIR": str(var), "RAY_ADDRESS": "local"}
@@ -387,7 +360,7 @@ def test_a_small_reindex_in_process_publishes_the_index_the_ray_job_does(
     from models.embedder import SentenceTransformerEmbedder
 
     var = tmp_path / "var"
-    seed_org(var)
+    seed_demo(var, ORG, 200)
     for key, value in app_args_env({"var_dir": str(var), "reindex": {"batch_size": 64}}).items():
         monkeypatch.setenv(key, value)
     settings = settings_from_config_arg("env")
