@@ -123,6 +123,8 @@ class StoreFacade(Protocol):
         sources: list[dict[str, Any]] | None = None,
         tool_steps: list[dict[str, Any]] | None = None,
         timings: dict[str, Any] | None = None,
+        stopped: bool = False,
+        regenerated_from: str | None = None,
     ) -> Awaitable[Row | None]: ...
     def record_index_version(
         self, org_id: str, collection: str, version: str, *, kind: str, row_count: int, model: str
@@ -248,6 +250,9 @@ class ChatFacade(Protocol):
         *,
         kind: SessionKind = "chat",
         message_id: str | None = None,
+    ) -> AsyncIterator[dict[str, Any]]: ...
+    def regenerate_events(
+        self, org_id: str, session_id: str, answer_id: str
     ) -> AsyncIterator[dict[str, Any]]: ...
     def ask_kb(
         self,

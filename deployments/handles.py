@@ -83,8 +83,15 @@ class StreamingProxy(HandleProxy):
             method = getattr(self._raw.options(stream=True), name)
 
             async def gen(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
-                async for item in method.remote(*args, **kwargs):
-                    yield item
+                response = method.remote(*args, **kwargs)
+                finished = False
+                try:
+                    async for item in response:
+                        yield item
+                    finished = True
+                finally:  # a consumer that stops listening cancels the replica's generator
+                    if not finished:
+                        response.cancel()
 
             return gen
         return super().__getattr__(name)

@@ -45,7 +45,7 @@ class Ingress:
             retriever=HandleProxy(retriever),
             analytics=HandleProxy(analytics),
             indexer=HandleProxy(reindex),
-            chat=StreamingProxy(orchestrator, streams=["send_events"]),
+            chat=StreamingProxy(orchestrator, streams=["send_events", "regenerate_events"]),
             metrics=RayMetrics(),
         )
         self.llm = chat_model_for(llm, app_settings)

@@ -12,7 +12,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from crow.api.deps import ChatOrg, OrgDep, ServicesDep, require_path_org
 from crow.api.errors import ApiError, error_body
-from crow.chat.service import AnswerInProgress, SessionNotFound
+from crow.chat.service import (
+    AnswerInProgress,
+    AnswerNotFound,
+    NotLatestAnswer,
+    SessionNotFound,
+)
 from crow.services import Services, need
 from crow.store.chat_store import SessionKind
 from models.errors import ModelError, ModelTimeout, PromptTooLong
@@ -56,6 +61,10 @@ async def own_session(services: Services, org_id: str, session_id: str) -> dict[
 
 CHAT_ERRORS: dict[type[Exception], ApiError] = {
     SessionNotFound: ApiError(404, "session_not_found", "no such session (deleted?)"),
+    AnswerNotFound: ApiError(404, "message_not_found", "no such answer in this session"),
+    NotLatestAnswer: ApiError(
+        409, "not_latest_answer", "only the session's latest answer can be regenerated"
+    ),
     AnswerInProgress: ApiError(
         409,
         "message_in_progress",
@@ -172,8 +181,42 @@ async def stream_message(
     answer = need(services.chat, "chat").send_events(
         org_id, session_id, content, message_id=body.message_id
     )
-    # The first event is the stored question: a session that isn't the org's (SessionNotFound)
-    # is a 404 before the stream starts, at no extra store call.
+    return await sse_response(answer)
+
+
+@router.post(
+    "/{session_id}/messages/{message_id}/regenerate",
+    summary="Answer the latest answer's question again; both answers stay in the history",
+)
+async def regenerate(
+    session_id: str, message_id: str, org_id: ChatOrg, services: ServicesDep
+) -> dict[str, Any]:
+    events = need(services.chat, "chat").regenerate_events(org_id, session_id, message_id)
+    try:
+        async for event in events:
+            if event["type"] == "done":
+                return dict(event["message"])
+    except ModelError as exc:
+        raise model_error(exc) from None
+    raise ApiError(503, "model_unavailable", "the answer was not completed; retry")
+
+
+@router.post(
+    "/{session_id}/messages/{message_id}/regenerate/stream",
+    summary="Regenerate the latest answer; the new answer as server-sent events",
+)
+async def regenerate_stream(
+    session_id: str, message_id: str, org_id: ChatOrg, services: ServicesDep
+) -> StreamingResponse:
+    chat = need(services.chat, "chat")
+    return await sse_response(chat.regenerate_events(org_id, session_id, message_id))
+
+
+async def sse_response(answer: AsyncIterator[dict[str, Any]]) -> StreamingResponse:
+    """The chat service's events as server-sent events. The first event (the stored question,
+    or the answer being regenerated) is read before the stream starts: a session or answer
+    that isn't the org's is a 4xx, not an error event. A client that closes the stream stops
+    the answer (it is stored as far as it got, marked stopped)."""
     first = await anext(answer)
 
     async def events() -> AsyncIterator[str]:

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from crow.chat.agent.loop import Agent, AgentAnswer, AgentConfig
@@ -30,6 +31,14 @@ class SessionNotFound(LookupError):
 
 class AnswerInProgress(RuntimeError):
     """A request with this message id is being answered right now (a client retry)."""
+
+
+class AnswerNotFound(LookupError):
+    """No answer with this id in the session (to regenerate)."""
+
+
+class NotLatestAnswer(ValueError):
+    """Only the session's latest answer can be regenerated (its answer goes after it)."""
 
 
 IN_PROGRESS_WAIT_S = 20.0  # a retry waits this long for the first request's answer
@@ -60,6 +69,7 @@ class ChatService:
         self.agent = Agent(model, config or AgentConfig.from_settings(settings), tools)
         self.history_messages = settings.limits.history_messages
         self.metrics = metrics or NoMetrics()
+        self._storing: set[asyncio.Task[None]] = set()  # stopped answers being stored
 
     def _record(self, answer: AgentAnswer) -> None:
         self.metrics.observe("crow_agent_iterations", answer.iterations)
@@ -117,41 +127,69 @@ class ChatService:
             yield {"type": "done", "message": done}
             return
         async with self._claimed(org_id, answer_id):
-            async for event in self._answer(
-                org_id, session_id, content, history, user, kind, answer_id
-            ):
+            turn = _Turn(org_id, session_id, kind, answer_id)
+            async for event in self._answer(turn, content, history, user):
                 yield event
+
+    async def regenerate_events(
+        self, org_id: str, session_id: str, answer_id: str
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Answer the question of the session's latest answer `answer_id` again; the new
+        answer is stored after it and both stay in the history. The first event is
+        ``regenerating`` with the answer answered again."""
+        rows = await self.store.list_messages(org_id, session_id, limit=self.history_messages)
+        if not rows and await self.store.get_session(org_id, session_id) is None:
+            raise SessionNotFound(session_id)
+        answer = next((m for m in rows if m["id"] == answer_id), None)
+        if answer is None or answer["role"] != "assistant":
+            raise AnswerNotFound(answer_id)
+        if rows[-1]["id"] != answer_id:
+            raise NotLatestAnswer(answer_id)
+        asked = [i for i, m in enumerate(rows) if m["role"] == "user"]
+        if not asked:  # the question is older than the history window
+            raise AnswerNotFound(answer_id)
+        question = rows[asked[-1]]
+        yield {"type": "regenerating", "message": answer}
+        turn = _Turn(org_id, session_id, "chat", None, regenerated_from=answer_id)
+        async for event in self._answer(turn, question["content"], rows[: asked[-1]], question):
+            yield event
 
     async def _answer(
         self,
-        org_id: str,
-        session_id: str,
+        turn: _Turn,
         content: str,
         history: list[dict[str, Any]],
         user: dict[str, Any],
-        kind: SessionKind,
-        answer_id: str | None,
     ) -> AsyncIterator[dict[str, Any]]:
-        store = self.store
-        ctx = self.services.tool_context(org_id)
-        messages = [Message.system(system_prompt(self.org_names.get(org_id, org_id)))]
-        messages += [_as_message(m) for m in history if m["id"] != user["id"]]
+        """The agent's events, then the answer stored (``done``). A consumer that stops
+        listening (the user pressed stop, the client went away) cancels the agent and the
+        model; what was written until then is stored as the answer, marked stopped."""
+        ctx = self.services.tool_context(turn.org_id)
+        messages = [Message.system(system_prompt(self.org_names.get(turn.org_id, turn.org_id)))]
+        messages += _history(history, user["id"])
         messages.append(Message.user(content))
         answer: AgentAnswer | None = None
-        async for event in self.agent.events(messages, ctx):
-            if event["type"] == "done":
-                answer = event["answer"]
-            else:
-                yield event
+        written = _Written()
+        try:
+            async with contextlib.aclosing(self.agent.events(messages, ctx)) as events:
+                async for event in events:
+                    if event["type"] == "done":
+                        answer = event["answer"]
+                    else:
+                        written.see(event)
+                        yield event
+        except (asyncio.CancelledError, GeneratorExit):
+            # Stored in a task of its own: a cancelled request's awaits are cancelled too.
+            task = asyncio.ensure_future(self._store_stopped(turn, written))
+            self._storing.add(task)
+            task.add_done_callback(self._storing.discard)
+            raise
         assert answer is not None
         self._record(answer)
-        stored = await store.finish_turn(
-            org_id,
-            session_id,
+        stored = await self._finish(
+            turn,
             answer.content,
             tokens=answer.tokens,
-            kind=kind,
-            message_id=answer_id,
             sources=[s.model_dump() for s in answer.sources],
             tool_steps=answer.tool_steps,
             timings={
@@ -162,8 +200,25 @@ class ChatService:
             },
         )
         if stored is None:  # the session was deleted while the question was answered
-            raise SessionNotFound(session_id)
+            raise SessionNotFound(turn.session_id)
         yield {"type": "done", "message": stored}
+
+    async def _store_stopped(self, turn: _Turn, written: _Written) -> None:
+        with contextlib.suppress(Exception):  # the session deleted meanwhile: nothing to keep
+            await self._finish(
+                turn, written.text, tokens=0, tool_steps=written.steps, timings={}, stopped=True
+            )
+
+    async def _finish(self, turn: _Turn, content: str, **fields: Any) -> dict[str, Any] | None:
+        return await self.store.finish_turn(
+            turn.org_id,
+            turn.session_id,
+            content,
+            kind=turn.kind,
+            message_id=turn.answer_id,
+            regenerated_from=turn.regenerated_from,
+            **fields,
+        )
 
     @contextlib.asynccontextmanager
     async def _claimed(self, org_id: str, answer_id: str | None) -> AsyncIterator[None]:
@@ -235,7 +290,7 @@ class ChatService:
             answer_id = None if mid is None else answer_message_id(mid)
             if answer_id is not None and (done := await self._answer_or_claim(org_id, answer_id)):
                 return done
-            history = [_as_message(m) for m in rows if m["id"] != user["id"]]
+            history = _history(rows, user["id"])
         async with self._claimed(org_id, answer_id):
             return await self._kb_answer(org_id, question, session_id, history, answer_id)
 
@@ -286,6 +341,40 @@ class ChatService:
 def answer_message_id(message_id: str) -> str:
     """The id of the answer to a client's message id (":" is not allowed in client ids)."""
     return f"{message_id}:answer"
+
+
+@dataclass(frozen=True)
+class _Turn:
+    """Where an answer goes: its session, its id (a client's retry key) and what it redoes."""
+
+    org_id: str
+    session_id: str
+    kind: SessionKind
+    answer_id: str | None
+    regenerated_from: str | None = None
+
+
+@dataclass
+class _Written:
+    """What an answer in progress has written and the tool steps it ran, from its events."""
+
+    text: str = ""
+    steps: list[dict[str, Any]] = field(default_factory=list)
+
+    def see(self, event: dict[str, Any]) -> None:
+        if event["type"] == "text_delta":
+            self.text += event["text"]
+        elif event["type"] == "text_replaced":
+            self.text = event["text"]
+        elif event["type"] == "tool_call_finished":
+            self.steps.append({k: v for k, v in event.items() if k != "type"})
+
+
+def _history(rows: list[dict[str, Any]], question_id: str) -> list[Message]:
+    """The earlier messages as the model reads them: an answer that was regenerated is left
+    out (its question's latest answer stands for it)."""
+    redone = {m["regenerated_from"] for m in rows if m.get("regenerated_from")}
+    return [_as_message(m) for m in rows if m["id"] != question_id and m["id"] not in redone]
 
 
 def _as_message(row: dict[str, Any]) -> Message:

@@ -6,14 +6,17 @@ dataset version that was current when it started).
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any
+from datetime import date, datetime, timedelta
+from typing import Any, Literal
 
 import duckdb
 import pyarrow as pa
 
 from crow.data.lake import DataLake
 from crow.data.records import CHANNELS
+
+DAILY_UP_TO_DAYS = 62  # a longer span is counted per week (a line of ≤ 62 points either way)
+Unit = Literal["day", "week"]
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -37,6 +40,18 @@ def _where(
     return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
 
 
+def _filled(counts: dict[date, int], unit: Unit) -> list[list[Any]]:
+    """[[ISO date, count], ...] from the first to the last day (or week) with a count, the
+    days (or weeks) between without one as 0: a line over time has no holes."""
+    step = timedelta(days=1 if unit == "day" else 7)
+    day, end = min(counts), max(counts)
+    points: list[list[Any]] = []
+    while day <= end:
+        points.append([day.isoformat(), counts.get(day, 0)])
+        day += step
+    return points
+
+
 class Analytics:
     def __init__(self, lake: DataLake) -> None:
         self.lake = lake
@@ -49,28 +64,41 @@ class Analytics:
         since: datetime | None = None,
         until: datetime | None = None,
     ) -> dict[str, Any]:
-        """Total, per-channel counts and the time span covered, under optional filters."""
+        """Total, per-channel counts, the time span covered and the counts over that span
+        (per day, or per week from Monday for a span over DAILY_UP_TO_DAYS; days and weeks
+        without interactions count 0), under optional filters. Days are UTC days."""
         by_channel = dict.fromkeys(CHANNELS, 0)
         first = last = None
+        series: dict[str, Any] = {"unit": "day", "points": []}
         glob = self.lake.parquet_glob(org_id, "interactions")
         if glob is not None:
             where, params = _where(channel, since, until)
             with duckdb.connect() as con:
+                con.execute("SET TimeZone = 'UTC'")
                 rows = con.execute(
                     f"SELECT channel, count(*), min(occurred_at), max(occurred_at) "
                     f"FROM read_parquet(?){where} GROUP BY channel",
                     [glob, *params],
                 ).fetchall()
-            for ch, n, lo, hi in rows:
-                by_channel[ch] = n
-                first = lo if first is None or lo < first else first
-                last = hi if last is None or hi > last else last
+                for ch, n, lo, hi in rows:
+                    by_channel[ch] = n
+                    first = lo if first is None or lo < first else first
+                    last = hi if last is None or hi > last else last
+                if first is not None and last is not None:
+                    unit: Unit = "day" if last - first <= timedelta(DAILY_UP_TO_DAYS) else "week"
+                    counts = con.execute(
+                        f"SELECT date_trunc('{unit}', occurred_at)::DATE, count(*) "
+                        f"FROM read_parquet(?){where} GROUP BY 1",
+                        [glob, *params],
+                    ).fetchall()
+                    series = {"unit": unit, "points": _filled(dict(counts), unit)}
         return {
             "organization_id": org_id,
             "total": sum(by_channel.values()),
             "by_channel": by_channel,
             "first_at": _iso(first),
             "last_at": _iso(last),
+            "series": series,
             "filters": {"channel": channel, "since": _iso(since), "until": _iso(until)},
         }
 

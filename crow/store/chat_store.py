@@ -157,14 +157,30 @@ class ChatStore(Access, A2AState, JobRuns, Feedback, ChatSearch):
                 "tool_steps": json.dumps(fields["tool_steps"] or []),
                 "timings": json.dumps(fields["timings"] or {}),
             }
+            state = {
+                "stopped": bool(fields.get("stopped")),
+                "regenerated_from": fields.get("regenerated_from"),
+            }
             title = found[0]["title"]
             if role == "user" and not title:
                 title = session_title(content)
             self._transaction(
                 [
                     (
-                        "INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        [mid, session_id, org_id, seq, role, content, *stored.values(), now],
+                        "INSERT INTO messages (id, session_id, org_id, seq, role, content, "
+                        "sources, tool_steps, timings, created_at, stopped, regenerated_from) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        [
+                            mid,
+                            session_id,
+                            org_id,
+                            seq,
+                            role,
+                            content,
+                            *stored.values(),
+                            now,
+                            *state.values(),
+                        ],
                     ),
                     (
                         "UPDATE sessions SET updated_at = ?, title = ? WHERE id = ?",
@@ -182,6 +198,7 @@ class ChatStore(Access, A2AState, JobRuns, Feedback, ChatSearch):
                     "content": content,
                     **stored,
                     "created_at": now,
+                    **state,
                 }
             )
 
@@ -247,10 +264,20 @@ class ChatStore(Access, A2AState, JobRuns, Feedback, ChatSearch):
         sources: list[dict[str, Any]] | None = None,
         tool_steps: list[dict[str, Any]] | None = None,
         timings: dict[str, Any] | None = None,
+        stopped: bool = False,
+        regenerated_from: str | None = None,
     ) -> dict[str, Any] | None:
         """The answer stored with its tokens counted (``add_usage``), in one commit; None
-        (and the tokens counted alone) when the session was deleted meanwhile."""
-        fields = {"sources": sources, "tool_steps": tool_steps, "timings": timings}
+        (and the tokens counted alone) when the session was deleted meanwhile. `stopped`: the
+        user stopped it (the text is what was written until then); `regenerated_from`: the
+        answer to the same question that this one answers again."""
+        fields = {
+            "sources": sources,
+            "tool_steps": tool_steps,
+            "timings": timings,
+            "stopped": stopped,
+            "regenerated_from": regenerated_from,
+        }
         usage = self.usage_statements(org_id, tokens)
         with self._lock:
             message = self._append(

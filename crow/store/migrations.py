@@ -185,6 +185,13 @@ def m007_feedback(con: duckdb.DuckDBPyConnection) -> None:
     )
 
 
+def m008_answer_state(con: duckdb.DuckDBPyConnection) -> None:
+    # An answer the user stopped (its partial text stored), and the answer a regenerated one
+    # answers again (both stay in the history).
+    con.execute("ALTER TABLE messages ADD COLUMN stopped BOOLEAN DEFAULT false")
+    con.execute("ALTER TABLE messages ADD COLUMN regenerated_from VARCHAR")
+
+
 MIGRATIONS: list[Migration] = [
     m001_core,
     m002_indexes_and_jobs,
@@ -193,6 +200,7 @@ MIGRATIONS: list[Migration] = [
     m005_answer_claims,
     m006_job_timings,
     m007_feedback,
+    m008_answer_state,
 ]
 
 

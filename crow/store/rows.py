@@ -7,7 +7,10 @@ from typing import Any
 
 from crow.store import db
 
-MESSAGE_COLUMNS = "id, session_id, seq, role, content, sources, tool_steps, timings, created_at"
+MESSAGE_COLUMNS = (
+    "id, session_id, seq, role, content, sources, tool_steps, timings, created_at, "
+    "stopped, regenerated_from"
+)
 
 
 def session_out(row: dict[str, Any]) -> dict[str, Any]:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 
 Event = dict[str, Any]
 Emit = Callable[[Event], None]
 
 
-async def events_of(produce: Callable[[Emit], Awaitable[None]]) -> AsyncIterator[Event]:
+async def events_of(produce: Callable[[Emit], Awaitable[None]]) -> AsyncGenerator[Event]:
     """Run ``produce(emit)`` and yield what it emits as it emits it; its errors surface at the
     end. When the consumer stops early (a client went away), the producer is cancelled, and
     with it the model and the tools it was waiting for."""

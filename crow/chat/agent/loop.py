@@ -17,7 +17,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -106,7 +106,7 @@ class Agent:
         assert answer is not None
         return answer
 
-    def events(self, messages: list[Message], ctx: ToolContext) -> AsyncIterator[dict[str, Any]]:
+    def events(self, messages: list[Message], ctx: ToolContext) -> AsyncGenerator[dict[str, Any]]:
         """tool_call_started / tool_call_finished / text_delta ... sources, done."""
         return events_of(partial(self._answer, messages, ctx))
 

@@ -28,12 +28,14 @@ async def run_tool(
     failing, slow or unknown tool becomes an error result: never fatal to the answer."""
     started = time.perf_counter()
     sources: list[Source] = []
+    charts: list[dict[str, Any]] = []
     try:
         if tool is None:
             raise LookupError(f"there is no tool named {call.name!r}")
         async with asyncio.timeout(timeout_s):
             output = await tool.invoke(call.arguments, ctx)
         content, sources, error = output.for_model(), output.sources, None
+        charts = [chart.model_dump() for chart in output.charts]
     except TimeoutError:
         error = f"the tool took longer than {timeout_s:g}s"
     except IndexNotFoundError:  # a first indexing is running (or none has run yet)
@@ -49,6 +51,7 @@ async def run_tool(
         "ok": error is None,
         "error": error,
         "results": len(sources),
+        "charts": charts,
         "ms": round((time.perf_counter() - started) * 1000, 1),
     }
     return step, content, sources

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from crow.chat.agent.charts import Chart, products_chart, summary_charts
 from crow.chat.agent.context import ToolContext
 from crow.chat.agent.cues import names_no_topic
 from crow.chat.agent.sources import Source
@@ -40,6 +41,7 @@ MAX_ROWS = 10  # rows a tool hands the model: more only slows a small model down
 class ToolOutput:
     content: dict[str, Any]
     sources: list[Source] = field(default_factory=list)
+    charts: list[Chart] = field(default_factory=list)  # for the answer card, not the model
 
     def for_model(self) -> str:
         return json.dumps(self.content, ensure_ascii=False, default=str)
@@ -144,7 +146,7 @@ async def get_interaction_summary(args: SummaryArgs, ctx: ToolContext) -> ToolOu
     if s["first_at"]:
         content["period"] = f"{_day(s['first_at'])} to {_day(s['last_at'])}"
     content["in_words"] = _summary_in_words(content)
-    return ToolOutput(content)
+    return ToolOutput(content, charts=summary_charts(s, args.channel))
 
 
 def _summary_in_words(c: dict[str, Any]) -> str:
@@ -201,6 +203,7 @@ async def search_products(args: ProductArgs, ctx: ToolContext) -> ToolOutput:
     return ToolOutput(
         {"products": rows, "sorted_by": sort},
         [Source(type="product", id=h["id"], title=h["title"], detail=h["category"]) for h in hits],
+        [products_chart(rows)] if rows and sort == "popularity" else [],
     )
 
 

@@ -358,3 +358,35 @@ def test_client_message_ids_are_scoped_to_their_session(app, ha, hb):
     assert (a.status_code, b.status_code) == (200, 200)
     assert (a.json()["content"], b.json()["content"]) == ("One.", "Two.")
     assert [m["content"] for m in store.list_messages(B, second)] == ["Q2", "Two."]
+
+
+def test_regenerate_the_latest_answer_over_http(app, ha, hb):
+    client, model, _ = app
+    sid = new_session(client, ha)
+    model.add(AssistantTurn(text="One."), AssistantTurn(text="Two."), AssistantTurn(text="Three."))
+    first = client.post(f"{BASE}/{sid}/messages", json={"content": "Hi"}, headers=ha).json()
+    second = client.post(f"{BASE}/{sid}/messages/{first['id']}/regenerate", headers=ha)
+    assert second.status_code == 200, second.text
+    assert second.json()["regenerated_from"] == first["id"] and second.json()["content"] == "Two."
+    with client.stream(
+        "POST", f"{BASE}/{sid}/messages/{second.json()['id']}/regenerate/stream", headers=ha
+    ) as r:
+        lines = [line for line in r.iter_lines() if line.startswith("event: ")]
+    assert lines[0] == "event: regenerating" and lines[-1] == "event: done"
+    history = client.get(f"{BASE}/{sid}/messages", headers=ha).json()["messages"]
+    assert [m["content"] for m in history] == ["Hi", "One.", "Two.", "Three."]
+    assert_error(
+        client.post(f"{BASE}/{sid}/messages/{first['id']}/regenerate", headers=ha),
+        409,
+        "not_latest_answer",
+    )
+    assert_error(
+        client.post(f"{BASE}/{sid}/messages/msg_nope/regenerate/stream", headers=ha),
+        404,
+        "message_not_found",
+    )
+    assert_error(  # another organization's session is not found, streamed or not
+        client.post(f"{BASE}/{sid}/messages/{first['id']}/regenerate/stream", headers=hb),
+        404,
+        "session_not_found",
+    )

@@ -88,3 +88,31 @@ def test_an_empty_result_under_filters_says_what_to_try(demo):
         TOOLS_BY_NAME["search_interactions"].invoke({"query": "jackets"}, ctx_for(demo))
     )
     assert found.content["interactions"] and "note" not in found.content
+
+
+def test_charts_carry_the_tools_own_figures(demo):
+    """The answer card's charts are the tool's results: channel bars equal the counts the
+    model reads, the line adds up to the total, top products' bars are the ranked rows."""
+    from crow.chat.agent.tools import TOOLS_BY_NAME
+
+    summary = asyncio.run(TOOLS_BY_NAME["get_interaction_summary"].invoke({}, ctx_for(demo)))
+    bars, line = summary.charts
+    assert (bars.kind, line.kind) == ("bar", "line")
+    assert dict(zip(bars.labels, bars.values, strict=True)) == summary.content["by_channel"]
+    assert sum(line.values) == summary.content["total_interactions"]
+    assert "series" not in summary.content  # the model reads totals, not the line
+    web = asyncio.run(
+        TOOLS_BY_NAME["get_interaction_summary"].invoke({"channel": "web"}, ctx_for(demo))
+    )
+    assert [c.kind for c in web.charts] == ["line"]  # one channel: no bars of one bar
+    assert web.charts[0].title.startswith("Web interactions per")
+    args = {"query": "top products", "sort": "popularity", "limit": 4}
+    top = asyncio.run(TOOLS_BY_NAME["search_products"].invoke(args, ctx_for(demo)))
+    (chart,) = top.charts
+    rows = top.content["products"]
+    assert chart.labels == [p["title"] for p in rows]
+    assert chart.values == [p["interactions"] for p in rows]
+    by_topic = {"query": "tents", "sort": "relevance", "limit": 3}
+    assert (
+        asyncio.run(TOOLS_BY_NAME["search_products"].invoke(by_topic, ctx_for(demo))).charts == []
+    )

@@ -95,3 +95,24 @@ def test_dates_and_ranges():
         resolve("the other day-ish", ANCHOR)
     with pytest.raises(TimeWordError, match="after"):
         resolve_range("2026-11-10", "2026-11-01", ANCHOR)
+
+
+def test_the_series_counts_each_day_with_gaps_as_zero_and_weeks_for_long_spans(analytics, lake):
+    s = analytics.interaction_summary(ORG_A)
+    points = dict(s["series"]["points"])
+    assert s["series"]["unit"] == "day" and len(points) == 28  # Nov 1 to Nov 28
+    assert points["2026-11-01"] == 1 and points["2026-11-02"] == 0 and points["2026-11-28"] == 1
+    assert sum(points.values()) == s["total"]
+    web = analytics.interaction_summary(ORG_A, channel="web")["series"]["points"]
+    assert [web[0], web[-1]] == [["2026-11-01", 1], ["2026-11-20", 1]]
+    rows = [  # 100 days: counted per week, each week from its Monday
+        {"id": f"w{d}", "channel": "web", "occurred_at": day.isoformat(), "text": "x"}
+        for d in range(0, 100, 3)
+        for day in [datetime(2026, 1, 1, 23, 30, tzinfo=UTC) + timedelta(days=d)]
+    ]
+    lake.write(ORG_B, "interactions", [validate_rows("interactions", rows)], mode="replace")
+    weekly = analytics.interaction_summary(ORG_B)["series"]
+    mondays = [datetime.fromisoformat(d).weekday() for d, _ in weekly["points"]]
+    assert weekly["unit"] == "week" and set(mondays) == {0}
+    assert weekly["points"][0] == ["2025-12-29", 2]  # Jan 1 and Jan 4, 2026 (a Thursday)
+    assert sum(n for _, n in weekly["points"]) == len(rows)
