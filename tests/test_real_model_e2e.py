@@ -113,6 +113,7 @@ def test_dashboard_answers_a_suggested_prompt_with_the_real_model(app):
             page.set_default_timeout(300_000)
             key = app.h["Authorization"].removeprefix("Bearer ")
             page.goto(f"/#key={key}")  # signed in by the link `make run` prints
+            expect(page.locator("body[data-ready=true]")).to_have_count(1)
             page.locator(".suggestion", has_text="What are our top products?").click()
             expect(page.locator(".thinking")).to_contain_text("CROW is thinking")
             answer = page.locator(".msg-assistant:not(.thinking)").last

@@ -111,15 +111,27 @@ export async function downloadChat(org, id, format) {
  * user_message, tool_call_started, tool_call_finished, text_delta (the answer's next piece),
  * text_replaced (everything streamed so far replaced by `data.text`), sources and done. An
  * `error` event is thrown as ApiError. Resolves with the stored answer (the done message).
+ * Aborting `signal` stops the answer: the server stores what it wrote so far, marked stopped.
  */
-export async function streamMessage(org, sessionId, body, onEvent, signal) {
+export function streamMessage(org, sessionId, body, onEvent, signal) {
+  return followAnswer(org, `/api/v1/chat/sessions/${enc(sessionId)}/messages/stream`, body, onEvent, signal);
+}
+
+/** Answer the question of the session's latest answer `messageId` again, as streamMessage
+ * (the first event is `regenerating` instead of `user_message`). */
+export function streamRegenerate(org, sessionId, messageId, onEvent, signal) {
+  const path = `/api/v1/chat/sessions/${enc(sessionId)}/messages/${enc(messageId)}/regenerate/stream`;
+  return followAnswer(org, path, null, onEvent, signal);
+}
+
+async function followAnswer(org, path, body, onEvent, signal) {
   const key = keyFor(org);
   let response;
   try {
-    response = await fetch(`/api/v1/chat/sessions/${enc(sessionId)}/messages/stream`, {
+    response = await fetch(path, {
       method: "POST",
       headers: headersFor(org, key, { "Content-Type": "application/json", Accept: "text/event-stream" }),
-      body: JSON.stringify(body),
+      body: body === null ? undefined : JSON.stringify(body),
       signal,
     });
   } catch (err) {

@@ -3,12 +3,13 @@
 // The API wants a key per organization (keys.js): without one the page asks for it; a link
 // may carry it (#key=…); the organization picker lists the organizations this tab has keys for.
 
-import { api, ApiError, downloadChat, onUnauthorized, streamMessage } from "./api.js";
+import { api, ApiError, downloadChat, onUnauthorized, streamMessage, streamRegenerate } from "./api.js";
 import { forgetKey, keyedOrgs, keyFor, rememberKey, takeKeyFromUrl } from "./keys.js";
 import { toFragment } from "./markdown.js";
 import { h, icon } from "./dom.js";
 import { ratingControls } from "./feedback.js";
 import { chatSearch } from "./chatsearch.js";
+import { answerCharts } from "./charts.js";
 
 const SUGGESTIONS = [
   "How many interactions do we have?",
@@ -57,6 +58,7 @@ const el = {
   composer: $("composer"),
   input: $("input"),
   send: $("send"),
+  stop: $("stop"),
   title: $("topbar-title"),
   confirm: $("confirm-delete"),
   confirmName: $("confirm-name"),
@@ -88,6 +90,7 @@ const state = {
   server: [], // the org's sessions as the server last listed them
   local: new Map(), // org -> Map(id -> session) created on this page, not yet listed
   busy: false, // an answer is being generated
+  stop: null, // the answer in flight's AbortController (the Stop button aborts it)
   search: null, // the sidebar's chat search (chatsearch.js)
   follow: true, // keep the end of the thread in view while an answer arrives
   view: 0, // bumped on every navigation, so late answers never land in the wrong view
@@ -387,6 +390,7 @@ function assistantMessage(message) {
   const steps = Array.isArray(message.tool_steps) ? message.tool_steps : [];
   const total = message.timings?.total_s;
   const metaText = [
+    message.regenerated_from ? "Regenerated" : null,
     steps.length ? `${steps.length} tool step${steps.length > 1 ? "s" : ""}` : null,
     typeof total === "number" ? `${total.toFixed(1)} s` : null,
   ]
@@ -401,6 +405,18 @@ function assistantMessage(message) {
           text: "Composed from the data: the model's own answer did not match the tool results.",
         })
       : null;
+  const stopped = message.stopped
+    ? h("p", { class: "stopped-note", role: "note", text: "Stopped: this answer is incomplete." })
+    : null;
+  // Shown on the thread's last answer only (style.css); the API answers 409 for another.
+  const regen = message.id
+    ? h(
+        "button",
+        { type: "button", class: "action regen-btn", "aria-label": "Regenerate answer", title: "Ask the same question again; both answers are kept", onclick: () => regenerate(message) },
+        icon("M20 11a8 8 0 1 0-2.3 5.7M20 5v6h-6"),
+        h("span", { text: "Regenerate" }),
+      )
+    : null;
   const { org, sessionId } = state;
   const rating = message.id
     ? ratingControls(message.feedback, {
@@ -419,11 +435,14 @@ function assistantMessage(message) {
       { class: "assistant-body" },
       composed,
       body,
+      stopped,
+      answerCharts(steps),
       chips,
       h(
         "div",
         { class: "actions" },
         copy,
+        regen,
         ...rating.buttons,
         metaText ? h("span", { class: "meta", text: metaText }) : null,
       ),
@@ -477,6 +496,10 @@ function thinkingIndicator() {
   };
   return {
     node,
+    /** The answer as written so far. */
+    get text() {
+      return text;
+    },
     /** The next piece of the answer. */
     append(piece) {
       text += String(piece ?? "");
@@ -534,14 +557,24 @@ function errorBox(err, onRetry) {
 function setBusy(busy) {
   state.busy = busy;
   el.send.disabled = busy;
+  el.send.hidden = busy;
+  el.stop.hidden = !busy;
   el.composer.classList.toggle("busy", busy);
+  if (!busy) state.stop = null;
+}
+
+function stopAnswer() {
+  if (!state.stop) return;
+  state.stop.abort();
+  el.input.focus(); // the Stop button goes away: keyboard focus goes back to the question box
 }
 
 // ---------------------------------------------------------------- actions
 
 async function ask(text, retry = null) {
   text = text.trim();
-  if (!text || state.busy) return;
+  // Before the organization is loaded a question has nowhere to go (the start would reset it).
+  if (!text || state.busy || document.body.dataset.ready !== "true") return;
   const org = state.org;
   const view = state.view;
   const messageId = retry?.messageId ?? newMessageId();
@@ -551,23 +584,54 @@ async function ask(text, retry = null) {
     el.thread.append(userBubble(text));
     if (!state.sessionId) el.title.textContent = sessionTitle(text);
   }
+  let sessionId = state.sessionId;
+  await answerInThread(
+    org,
+    view,
+    async (onEvent, signal) => {
+      if (!sessionId) {
+        const session = await api.createSession(org);
+        sessionId = session.id;
+        rememberLocal({ ...session, title: sessionTitle(text) });
+        if (view === state.view) {
+          state.sessionId = sessionId;
+          syncUrl();
+          renderSidebar();
+        }
+      }
+      return streamMessage(org, sessionId, { content: text, message_id: messageId }, onEvent, signal);
+    },
+    () => ask(text, { messageId }),
+    () => sessionId,
+  );
+}
+
+/** The session's latest answer, asked again: the new answer goes below it, both are kept. */
+async function regenerate(message) {
+  if (state.busy || !state.sessionId) return;
+  const { org, view, sessionId } = state;
+  setBusy(true);
+  await answerInThread(
+    org,
+    view,
+    (onEvent, signal) => streamRegenerate(org, sessionId, message.id, onEvent, signal),
+    () => regenerate(message),
+    () => sessionId,
+  );
+}
+
+// An answer streamed into the thread: the thinking indicator, then the stored answer; an
+// error box with Retry; or, when the user presses Stop, what was written, marked stopped
+// (then the stored partial answer, once the server has it).
+async function answerInThread(org, view, start, retry, session) {
   const thinking = thinkingIndicator();
   el.thread.append(thinking.node);
   state.follow = true;
   scrollToEnd();
-  let sessionId = state.sessionId;
+  const controller = new AbortController();
+  state.stop = controller;
   try {
-    if (!sessionId) {
-      const session = await api.createSession(org);
-      sessionId = session.id;
-      rememberLocal({ ...session, title: sessionTitle(text) });
-      if (view === state.view) {
-        state.sessionId = sessionId;
-        syncUrl();
-        renderSidebar();
-      }
-    }
-    const answer = await streamMessage(org, sessionId, { content: text, message_id: messageId }, (type, data) => {
+    const answer = await start((type, data) => {
       if (view !== state.view) return;
       if (type === "text_delta") thinking.append(data.text);
       else if (type === "text_replaced") thinking.replace(data.text);
@@ -575,7 +639,7 @@ async function ask(text, retry = null) {
       else if (type === "tool_call_finished") thinking.finished(data);
       else return;
       if (type.startsWith("tool_call")) followAnswer();
-    });
+    }, controller.signal);
     thinking.stop();
     if (view === state.view) {
       thinking.node.replaceWith(assistantMessage(answer));
@@ -583,18 +647,43 @@ async function ask(text, retry = null) {
     }
   } catch (err) {
     thinking.stop();
-    if (view === state.view) {
+    if (view !== state.view) return;
+    if (err.name === "AbortError") {
+      const card = assistantMessage({ content: thinking.text, stopped: true });
+      thinking.node.replaceWith(card);
+      showStoredStop(org, view, session(), card);
+    } else {
       thinking.node.replaceWith(
         errorBox(err, (box) => {
           box.remove();
-          ask(text, { messageId });
+          retry();
         }),
       );
       scrollToEnd();
     }
   } finally {
-    setBusy(false);
+    if (state.stop === controller || !state.stop) setBusy(false);
     if (org === state.org) refreshSessions();
+  }
+}
+
+// The stopped answer as the server stored it (with its id: rating and Regenerate work on
+// it); the server stores it a moment after the stream closed.
+async function showStoredStop(org, view, sessionId, card) {
+  if (!sessionId) return;
+  for (let attempt = 0; attempt < 10; attempt++) {
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    if (view !== state.view || !card.isConnected) return;
+    try {
+      const page = await api.messages(org, sessionId);
+      const last = page.messages.at(-1);
+      if (last?.role === "assistant" && last.stopped) {
+        card.replaceWith(assistantMessage(last));
+        return;
+      }
+    } catch {
+      return; // the partial card stays as it is
+    }
   }
 }
 
@@ -881,7 +970,7 @@ function wire() {
   el.composer.addEventListener("submit", (event) => {
     event.preventDefault();
     const text = el.input.value;
-    if (!text.trim() || state.busy) return;
+    if (!text.trim() || state.busy || document.body.dataset.ready !== "true") return; // kept in the box
     el.input.value = "";
     autosize();
     ask(text);
@@ -893,6 +982,12 @@ function wire() {
     }
   });
   el.input.addEventListener("input", autosize);
+  el.stop.addEventListener("click", stopAnswer);
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && state.busy && state.stop && !document.querySelector("dialog[open]")) {
+      stopAnswer();
+    }
+  });
   $("new-chat").addEventListener("click", () => {
     newChat();
     closeDrawer();
