@@ -17,23 +17,27 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from crow.chat.agent.cues import is_count_question, is_small_talk
+from models.chat import stream_turn
 from models.messages import (
     AssistantTurn,
     Message,
     ModelParams,
     NamedToolChoice,
+    StreamEvent,
     ToolCall,
     ToolSpec,
 )
-from models.testing import ScriptedChatModel
+from models.testing import ScriptedChatModel, stream_turn_slowly
 
 LATENCY_FILE_ENV = "BENCH_MODEL_LATENCY_FILE"
 GREETING = "Hello! Ask me about your retail data."
+STORY = " ".join(f"Chapter {i} of the story." for i in range(500))  # streamed slowly
+STORY_PIECE_S = 0.02  # between two-word pieces of the story: ~25 s in all, to be stopped
 
 
 def file_latency_s() -> float:
@@ -65,6 +69,8 @@ def rule(
         return _calls((name, args))
     if is_count_question(question):
         return _calls(("get_interaction_summary", {}))
+    if "story" in question.lower():
+        return AssistantTurn(text=STORY)
     if is_small_talk(question):
         return AssistantTurn(text=GREETING)
     return _calls(
@@ -119,6 +125,19 @@ class RuleModel(ScriptedChatModel):
         if (delay := self._latency()) > 0:
             await asyncio.sleep(delay)
         return await super().request(messages, tools, params)
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec] = (),
+        params: ModelParams | None = None,
+    ) -> AsyncIterator[StreamEvent]:
+        """The story slowly, two words at a time (a client can stop it); the rest at once."""
+        turn = await self.request(messages, tools, params)
+        slowly = turn.text == STORY
+        events = stream_turn_slowly(turn, delay_s=STORY_PIECE_S) if slowly else stream_turn(turn)
+        async for event in events:
+            yield event
 
 
 def rule_model() -> RuleModel:

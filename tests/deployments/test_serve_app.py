@@ -10,6 +10,7 @@ from typing import NamedTuple
 import httpx
 import pytest
 
+from testing.rule_model import STORY
 from tests.conftest import assert_error
 from tests.demo_env import seed_demo
 from tests.serve_support import api_keys, serve_config_app
@@ -117,6 +118,37 @@ def test_chat_through_the_graph(app):
         f"{url}/api/v1/chat/sessions/{session['id']}/messages", headers=headers
     ).json()
     assert [m["role"] for m in history["messages"]] == ["user", "assistant"] * 2
+
+
+def test_closing_the_stream_stops_the_answer_in_the_orchestrator(app):
+    """Stop through the graph: the client closes the answer's stream; the Orchestrator's
+    answer is cancelled and what it wrote is stored, marked stopped."""
+    url, headers = app.url, app.ha
+    sid = httpx.post(f"{url}/api/v1/chat/sessions", headers=headers).json()["id"]
+    seen = ""
+    with httpx.stream(
+        "POST",
+        f"{url}/api/v1/chat/sessions/{sid}/messages/stream",
+        json={"content": "Tell me a story"},
+        headers=headers,
+        timeout=60,
+    ) as stream:
+        for line in stream.iter_lines():
+            if line.startswith("data: ") and '"text_delta"' in line:
+                seen += json.loads(line[6:])["text"]
+                if "Chapter 3 " in seen:
+                    break  # closes the stream
+    messages: list[dict] = []
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and len(messages) < 2:
+        time.sleep(0.2)
+        messages = httpx.get(f"{url}/api/v1/chat/sessions/{sid}/messages", headers=headers).json()[
+            "messages"
+        ]
+    assert [m["role"] for m in messages] == ["user", "assistant"], messages
+    stopped = messages[1]
+    assert stopped["stopped"] is True and stopped["content"].startswith(seen)
+    assert len(stopped["content"]) < len(STORY) / 2, "the answer ran on after the stop"
 
 
 def test_a_small_reindex_runs_in_the_reindex_replica_and_is_searchable(app):
