@@ -49,7 +49,12 @@ def _markdown(session: dict[str, Any], messages: list[dict[str, Any]]) -> str:
         "",
     ]
     for m in messages:
-        lines += [f"## {SPEAKERS.get(m['role'], m['role'])} · {m['created_at']}", "", m["content"]]
+        speaker = SPEAKERS.get(m["role"], m["role"])
+        if m.get("regenerated_from"):
+            speaker += " (regenerated)"
+        lines += [f"## {speaker} · {m['created_at']}", "", m["content"]]
+        if m.get("stopped"):
+            lines += ["", "*(stopped: the answer is incomplete)*"]
         if sources := m.get("sources"):
             listed = ", ".join(f"{s.get('type')} `{s.get('id')}`" for s in sources)
             lines += ["", f"Sources: {listed}"]

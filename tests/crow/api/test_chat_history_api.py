@@ -80,6 +80,16 @@ def test_export_downloads_markdown_and_json_with_sources(client, store):
     assert [m["role"] for m in data["messages"]] == ["user", "assistant"]
     assert data["messages"][1]["sources"] == [SOURCE]
 
+    # A stopped answer and its regenerated one say so, in both formats.
+    first = store.finish_turn(ORG_A, sid, "Half an ans", tokens=0, stopped=True)
+    store.finish_turn(ORG_A, sid, "A whole answer.", tokens=0, regenerated_from=first["id"])
+    text = client.get(f"/api/v1/chat/sessions/{sid}/export", headers=ha).text
+    assert "Half an ans\n\n*(stopped: the answer is incomplete)*" in text
+    assert "## Ask CROW (regenerated) · " in text
+    r = client.get(f"/api/v1/chat/sessions/{sid}/export", params={"format": "json"}, headers=ha)
+    stopped, again = json.loads(r.text)["messages"][2:]
+    assert (stopped["stopped"], again["regenerated_from"]) == (True, first["id"])
+
 
 def test_export_is_the_orgs_own_and_a_known_format(client, store):
     sid = chat(store, ORG_A, "What sells best?", "Tents.")
