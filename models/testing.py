@@ -105,14 +105,16 @@ class ScriptedChatModel:
         params: ModelParams | None = None,
     ) -> AsyncIterator[StreamEvent]:
         turn = await self.request(messages, tools, params)
-        if self._delta_delay_s:
-            async for event in stream_turn_slowly(
-                turn, delay_s=self._delta_delay_s, words=self._delta_words
-            ):
+        if delay_s := self.delta_delay_for(turn):
+            async for event in stream_turn_slowly(turn, delay_s=delay_s, words=self._delta_words):
                 yield event
             return
         async for event in stream_turn(turn):
             yield event
+
+    def delta_delay_for(self, turn: AssistantTurn) -> float:
+        """The pause between the pieces `stream` writes `turn` in (0: all at once)."""
+        return self._delta_delay_s
 
 
 def text_pieces(text: str, words: int = 2) -> list[str]:

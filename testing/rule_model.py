@@ -17,22 +17,20 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from crow.chat.agent.cues import is_count_question, is_small_talk
-from models.chat import stream_turn
 from models.messages import (
     AssistantTurn,
     Message,
     ModelParams,
     NamedToolChoice,
-    StreamEvent,
     ToolCall,
     ToolSpec,
 )
-from models.testing import ScriptedChatModel, stream_turn_slowly
+from models.testing import ScriptedChatModel
 
 LATENCY_FILE_ENV = "BENCH_MODEL_LATENCY_FILE"
 GREETING = "Hello! Ask me about your retail data."
@@ -126,18 +124,9 @@ class RuleModel(ScriptedChatModel):
             await asyncio.sleep(delay)
         return await super().request(messages, tools, params)
 
-    async def stream(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec] = (),
-        params: ModelParams | None = None,
-    ) -> AsyncIterator[StreamEvent]:
+    def delta_delay_for(self, turn: AssistantTurn) -> float:
         """The story slowly, two words at a time (a client can stop it); the rest at once."""
-        turn = await self.request(messages, tools, params)
-        slowly = turn.text == STORY
-        events = stream_turn_slowly(turn, delay_s=STORY_PIECE_S) if slowly else stream_turn(turn)
-        async for event in events:
-            yield event
+        return STORY_PIECE_S if turn.text == STORY else 0.0
 
 
 def rule_model() -> RuleModel:
