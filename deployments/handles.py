@@ -27,6 +27,19 @@ def streamed(
     return cast(DeploymentResponseGenerator[Any], response)
 
 
+async def relayed(response: DeploymentResponseGenerator[Any]) -> AsyncIterator[Any]:
+    """The items of a streaming call as they arrive; a consumer that stops early (closed or
+    cancelled: a client pressed stop or went away) cancels the replica's generator."""
+    finished = False
+    try:
+        async for item in response:
+            yield item
+        finished = True
+    finally:
+        if not finished:
+            response.cancel()  # type: ignore[no-untyped-call]
+
+
 class HandleProxy:
     """``await proxy.method(*args)`` calls ``handle.method.remote(*args)`` and awaits it."""
 
@@ -66,7 +79,7 @@ class HandleChatModel:
         events = self._handle.options(stream=True).stream.remote(
             list(messages), list(tools), params
         )
-        async for event in streamed(events):
+        async for event in relayed(streamed(events)):
             yield event
 
 
@@ -82,16 +95,8 @@ class StreamingProxy(HandleProxy):
         if name in self._streams:
             method = getattr(self._raw.options(stream=True), name)
 
-            async def gen(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
-                response = method.remote(*args, **kwargs)
-                finished = False
-                try:
-                    async for item in response:
-                        yield item
-                    finished = True
-                finally:  # a consumer that stops listening cancels the replica's generator
-                    if not finished:
-                        response.cancel()
+            def gen(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+                return relayed(method.remote(*args, **kwargs))
 
             return gen
         return super().__getattr__(name)
