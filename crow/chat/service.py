@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
@@ -23,6 +24,8 @@ from crow.services import Services, need
 from crow.store.chat_store import SessionKind
 from models.chat import ChatModel
 from models.messages import Message, ModelParams
+
+log = logging.getLogger(__name__)
 
 
 class SessionNotFound(LookupError):
@@ -204,10 +207,13 @@ class ChatService:
         yield {"type": "done", "message": stored}
 
     async def _store_stopped(self, turn: _Turn, written: _Written) -> None:
-        with contextlib.suppress(Exception):  # the session deleted meanwhile: nothing to keep
+        """What a stopped answer wrote, stored (a deleted session keeps nothing)."""
+        try:
             await self._finish(
                 turn, written.text, tokens=0, tool_steps=written.steps, timings={}, stopped=True
             )
+        except Exception:
+            log.warning("a stopped answer in %s was not stored", turn.session_id, exc_info=True)
 
     async def _finish(self, turn: _Turn, content: str, **fields: Any) -> dict[str, Any] | None:
         return await self.store.finish_turn(
