@@ -140,9 +140,9 @@ class ChatService:
         """Answer the question of the session's latest answer `answer_id` again; the new
         answer is stored after it and both stay in the history. The first event is
         ``regenerating`` with the answer answered again."""
-        rows = await self.store.list_messages(org_id, session_id, limit=self.history_messages)
-        if not rows and await self.store.get_session(org_id, session_id) is None:
+        if await self.store.get_session(org_id, session_id) is None:  # the org's chat only
             raise SessionNotFound(session_id)
+        rows = await self.store.list_messages(org_id, session_id, limit=self.history_messages)
         answer = next((m for m in rows if m["id"] == answer_id), None)
         if answer is None or answer["role"] != "assistant":
             raise AnswerNotFound(answer_id)

@@ -137,6 +137,11 @@ def test_regenerate_answers_the_same_question_again_and_keeps_both(demo, store):
         asyncio.run(
             _first(service.regenerate_events("fresh-mart", session, second["id"]))
         )  # another organization's session
+    qna = store.create_session(ORG, kind="qna")["id"]
+    store.add_message(ORG, qna, "user", "Return policy?", kind="qna")
+    kb = store.add_message(ORG, qna, "assistant", "60 days.", kind="qna")
+    with pytest.raises(SessionNotFound):  # a Q&A session's answers are not the chat agent's
+        asyncio.run(_first(service.regenerate_events(ORG, qna, kb["id"])))
 
 
 async def _first(events: AsyncIterator[dict]) -> dict:
