@@ -565,6 +565,8 @@ def test_feedback_round_trips_to_the_export_then_search_and_download(site, page)
     expect(page.locator("#history")).to_be_visible()
 
     page.locator("#export-menu summary").click()
+    expect(page.get_by_role("button", name="Markdown")).to_be_visible()
+    shot(page, "export.png")
     with page.expect_download() as download:
         page.get_by_role("button", name="Markdown").click()
     saved = download.value
