@@ -86,7 +86,9 @@ def breakdown(client_ms: float, calls: list[dict[str, Any]]) -> dict[str, Any] |
     if ingress is None or orch is None:
         return None
     inner = [c for c in calls if c["deployment"] not in TOP]
-    in_orch = [c for c in inner if c["start"] >= orch["start"] and c["end"] <= orch["end"]]
+    # A call the Orchestrator made starts within its span. Its end may be logged after the
+    # Orchestrator's: the callee writes its log line once its reply is on its way.
+    in_orch = [c for c in inner if orch["start"] <= c["start"] <= orch["end"]]
     by_ingress = [c for c in inner if c not in in_orch]
     ingress_ms = ingress["end"] - ingress["start"]
     orch_ms = orch["end"] - orch["start"]

@@ -362,3 +362,23 @@ def test_peer_questions_kinds_in_turn_and_per_question_results_merged():
     assert merged["model"] == "m" and merged["agents"] == ["askcrow", "peer"]
     assert merged["askcrow"]["summary"]["all"]["n"] == 2
     assert merged["peer"]["summary"]["search"]["latency_p50_s"] == 5.0
+
+
+def test_a_call_logged_after_its_caller_ended_is_still_the_callers():
+    """Log lines carry the time each replica wrote them: the store's reply to the last call
+    of a turn can be logged a moment after the Orchestrator logged its own end."""
+    from benchmarks.serve_trace import breakdown
+
+    calls = [
+        {"deployment": "Ingress", "method": "POST", "start": 0.0, "end": 100.0},
+        {"deployment": "ChatStore", "method": "admit", "start": 1.0, "end": 3.0},
+        {"deployment": "Orchestrator", "method": "send", "start": 5.0, "end": 95.0},
+        {"deployment": "ChatStore", "method": "start_turn", "start": 6.0, "end": 10.0},
+        {"deployment": "ChatStore", "method": "finish_turn", "start": 90.0, "end": 95.4},
+    ]
+    parts = breakdown(110.0, calls)
+    assert parts is not None and parts["methods"] == {
+        "ingress -> ChatStore.admit": 1,
+        "orchestrator -> ChatStore.start_turn": 1,
+        "orchestrator -> ChatStore.finish_turn": 1,
+    }
