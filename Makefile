@@ -52,9 +52,9 @@ data: setup
 
 # Tool selection, answer correctness, grounding, fallbacks and latency on each evaluation file:
 # Ask CROW (hints), Ask CROW with hints off and a pydantic-ai peer, interleaved question by
-# question in one run (~1 h on 2 cores); var/eval/<file>.json. EVAL_FILES="..." picks files,
-# EVAL_ARGS="" evaluates Ask CROW alone. truth_blind.jsonl is the blind set: report it, don't tune on it.
-EVAL_FILES ?= ../shared/evals/queries.jsonl benchmarks/truth_questions.jsonl benchmarks/truth_blind.jsonl
+# question in one run (~40 min a file on 2 cores); var/eval/<file>.json. EVAL_FILES="..." picks files,
+# EVAL_ARGS="" evaluates Ask CROW alone. truth_blind*.jsonl are blind sets: report them, don't tune on them.
+EVAL_FILES ?= ../shared/evals/queries.jsonl benchmarks/truth_questions.jsonl benchmarks/truth_blind.jsonl benchmarks/truth_blind2.jsonl
 EVAL_ARGS ?= --peer --baseline
 eval: data
 	@for f in $(EVAL_FILES); do \
