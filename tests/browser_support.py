@@ -21,7 +21,20 @@ CHROMIUM_ARGS = [
 SCREENSHOTS = ROOT / "var" / "screenshots"
 
 
+SETTLED = """() => document.getAnimations().every(
+  a => a.playState !== "running" || a.effect.getTiming().iterations === Infinity)"""
+"""True once the page's finite animations (a card or a row fading in) have ended."""
+
+
+def settled(page: Any) -> None:
+    """Wait until what the page shows has stopped fading or moving in (looping animations,
+    like the thinking dots, do not count)."""
+    page.wait_for_function(SETTLED)
+
+
 def shot(target: Any, name: str) -> None:
-    """A screenshot of a Playwright page or locator, as var/screenshots/`name`."""
+    """A screenshot of a Playwright page or locator, once the page has settled, as
+    var/screenshots/`name`."""
+    settled(getattr(target, "page", target))
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     target.screenshot(path=str(SCREENSHOTS / name))

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from crow.data.analytics import Analytics
-from tests.browser_support import shot
+from tests.browser_support import settled, shot
 from tests.dashboard.support import A, Site, api, expect, open_home
 from tests.repo import ROOT
 
@@ -136,10 +136,7 @@ def axe_violations(page) -> list[str]:
     """axe-core's serious and critical violations on the page as it is now (WCAG 2.x A/AA and
     best practices), as 'rule: target' lines. Measured once the page's finite animations have
     ended (a row fading in is not yet its colour: axe would measure its contrast mid-fade)."""
-    page.wait_for_function(
-        """() => document.getAnimations().every(
-             a => a.playState !== "running" || a.effect.getTiming().iterations === Infinity)"""
-    )
+    settled(page)
     page.evaluate(f"() => {{ if (!window.axe) {{ {axe_source()}\n }} }}")
     result = page.evaluate(
         """async () => {
