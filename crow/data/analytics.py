@@ -9,9 +9,9 @@ from __future__ import annotations
 from datetime import date, datetime, timedelta
 from typing import Any, Literal
 
-import duckdb
 import pyarrow as pa
 
+from crow.data import duck
 from crow.data.lake import DataLake
 from crow.data.records import CHANNELS
 
@@ -73,7 +73,7 @@ class Analytics:
         glob = self.lake.parquet_glob(org_id, "interactions")
         if glob is not None:
             where, params = _where(channel, since, until)
-            with duckdb.connect() as con:
+            with duck.cursor() as con:
                 con.execute("SET TimeZone = 'UTC'")
                 rows = con.execute(
                     f"SELECT channel, count(*), min(occurred_at), max(occurred_at) "
@@ -107,7 +107,7 @@ class Analytics:
         glob = self.lake.parquet_glob(org_id, "interactions")
         if glob is None:
             return None, None
-        with duckdb.connect() as con:
+        with duck.cursor() as con:
             row = con.execute(
                 "SELECT min(occurred_at), max(occurred_at) FROM read_parquet(?)", [glob]
             ).fetchone()  # an aggregate: always one row
@@ -120,7 +120,7 @@ class Analytics:
         out = {pid: {"total": 0, **dict.fromkeys(CHANNELS, 0)} for pid in product_ids}
         if glob is None or not product_ids:
             return out
-        with duckdb.connect() as con:
+        with duck.cursor() as con:
             con.register("wanted", pa.table({"product_id": product_ids}))
             rows = con.execute(
                 "SELECT i.product_id, i.channel, count(*) FROM read_parquet(?) i "
@@ -137,7 +137,7 @@ class Analytics:
         glob = self.lake.parquet_glob(org_id, "interactions")
         if glob is None:
             return []
-        with duckdb.connect() as con:
+        with duck.cursor() as con:
             return con.execute(
                 "SELECT product_id, count(*) AS n FROM read_parquet(?) "
                 "WHERE product_id IS NOT NULL GROUP BY 1 ORDER BY n DESC, product_id LIMIT ?",

@@ -31,11 +31,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
-import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from crow.data import duck
 from crow.data.records import COLLECTIONS, get_collection
 from crow.ids import is_valid_org_id
 
@@ -112,7 +112,7 @@ class DataLake:
         glob = self.parquet_glob(org_id, collection)
         if glob is None:
             return 0
-        with duckdb.connect() as con:
+        with duck.cursor() as con:
             row = con.execute("SELECT count(*) FROM read_parquet(?)", [glob]).fetchone()
         return int(row[0]) if row is not None else 0  # an aggregate: always one row
 
@@ -120,7 +120,7 @@ class DataLake:
         glob = self.parquet_glob(org_id, collection)
         if glob is None or not ids:
             return set()
-        with duckdb.connect() as con:
+        with duck.cursor() as con:
             con.register("wanted", pa.table({"id": ids}))
             rows = con.execute(
                 "SELECT DISTINCT p.id FROM read_parquet(?) p JOIN wanted USING (id)", [glob]
@@ -174,7 +174,7 @@ class DataLake:
     def _ids_in(version_dir: Path, ids: list[str]) -> set[str]:
         if not ids or not any(version_dir.glob("part-*.parquet")):
             return set()
-        with duckdb.connect() as con:
+        with duck.cursor() as con:
             con.register("wanted", pa.table({"id": ids}))
             rows = con.execute(
                 "SELECT DISTINCT p.id FROM read_parquet(?) p JOIN wanted USING (id)",

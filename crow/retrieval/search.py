@@ -13,10 +13,10 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 
+from crow.data import duck
 from crow.data.analytics import Analytics
 from crow.data.lake import DataLake
 from crow.retrieval.index_build import DATASET_OF
@@ -134,7 +134,8 @@ class SearchService:
                 raise ValueError("a search without a query is only possible for products")
             return self._products_by_popularity(org_id, glob, k, flt)
         loaded = self.index(org_id, collection)
-        allowed = allowed_positions(glob, loaded.ids, collection, flt)
+        with duck.cursor() as con:
+            allowed = allowed_positions(glob, loaded.ids, collection, flt, con=con)
         want = max(k, POPULARITY_POOL) if sort == "popularity" else k
         hits = loaded.index.search(vector, want, allowed=allowed)[0]
         scores = {h.id: h.score for h in hits}
@@ -152,7 +153,7 @@ class SearchService:
     def _rows(self, glob: str, ids: list[str]) -> dict[str, dict[str, Any]]:
         if not ids:
             return {}
-        with duckdb.connect() as con:
+        with duck.cursor() as con:
             con.register("wanted", pa.table({"id": ids}))
             cur = con.execute("SELECT p.* FROM read_parquet(?) p JOIN wanted USING (id)", [glob])
             names = [d[0] for d in cur.description]

@@ -5,10 +5,10 @@ import threading
 import types
 from contextlib import contextmanager, suppress
 
-import duckdb
 import pytest
 
 import crow.data.lake as datalake
+from crow.data import duck
 from crow.data.ingest import ingest, validate_rows
 from crow.data.lake import DataLake, IdsAlreadyExist, UnknownOrganization
 from crow.data.upload import IngestRejected
@@ -73,13 +73,13 @@ def test_concurrent_appends_of_the_same_rows_write_them_once(lake, monkeypatch):
     checked = threading.Barrier(2)
 
     @contextmanager
-    def connect_then_meet(*args, **kwargs):
-        with duckdb.connect(*args, **kwargs) as con:
+    def query_then_meet():
+        with duck.cursor() as con:
             yield con
         with suppress(threading.BrokenBarrierError):
             checked.wait(timeout=2)
 
-    monkeypatch.setattr(datalake, "duckdb", types.SimpleNamespace(connect=connect_then_meet))
+    monkeypatch.setattr(datalake, "duck", types.SimpleNamespace(cursor=query_then_meet))
     body = "\n".join(
         json.dumps({**r, "detected_at": r["detected_at"].isoformat()}) for r in ROWS[2:]
     ).encode()
