@@ -35,6 +35,7 @@ from crow.retrieval.index_build import (
     DATASET_OF,
     INDEX_COLLECTIONS,
     add_to_index,
+    embed_distinct,
     index_params,
     merge_source,
     publish_full_build,
@@ -64,7 +65,8 @@ class EmbedBatch:
 
     def __call__(self, batch: pa.Table) -> dict[str, np.ndarray]:
         texts = texts_for(self.collection, batch.to_pydict())
-        return {"id": np.asarray(batch["id"].to_pylist()), "vector": self.embedder.embed(texts)}
+        vectors = embed_distinct(self.embedder.embed, texts, batch_size=max(len(texts), 1))
+        return {"id": np.asarray(batch["id"].to_pylist()), "vector": vectors}
 
 
 def embed_with_ray(
