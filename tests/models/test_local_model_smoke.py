@@ -112,6 +112,8 @@ def test_deadline_stops_generation(model: LocalChatModel) -> None:
 
 
 def test_full_queue_is_refused(model: LocalChatModel) -> None:
+    # What an earlier test left running (a cancelled prompt step) must not take a slot here.
+    assert asyncio.run(wait_idle(model, within_s=60)) < 60
     params = ModelParams(max_tokens=4, timeout_s=300)
 
     async def burst() -> list[object]:
