@@ -387,3 +387,15 @@ def test_a_call_logged_after_its_caller_ended_is_still_the_callers():
         "orchestrator -> ChatStore.start_turn": 1,
         "orchestrator -> ChatStore.finish_turn": 1,
     }
+
+
+def test_the_typical_call_list_is_the_one_most_requests_made():
+    """A request that refreshed the Ingress's key cache made one call more; in the middle
+    of the list or not, it is not the typical request."""
+    from benchmarks.serve_trace import summarize
+
+    usual = {"ingress -> ChatStore.admit": 1, "orchestrator -> LLM.stream": 1}
+    refreshed = {**usual, "ingress -> ChatStore.authenticate": 1}
+    rows = [{"total_ms": float(n), "methods": m} for n, m in enumerate([usual, refreshed, usual])]
+    out = summarize(rows)
+    assert out["methods"] == usual and out["total_ms"] == 1.0 and out["n"] == 3
