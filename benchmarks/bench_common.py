@@ -72,7 +72,7 @@ def seed(data_root: Path, rows: int) -> float:
 
 def interaction_texts(data_root: Path, n: int) -> list[str]:
     from crow.data.lake import DataLake
-    from crow.retrieval.index_build import texts_for
+    from crow.retrieval.embed_text import texts_for
 
     table = DataLake(data_root).read_table(ORG, "interactions").slice(0, n)
     return texts_for("interactions", table.to_pydict())

@@ -148,7 +148,7 @@ ENCODE_SAMPLE = 5000
 def encode_rate(embed: Callable[[list[str]], np.ndarray], lake: Any, rows: int) -> float:
     """Rows/s of the embedder alone on the interactions' own texts, 256 at a time (the build's
     batch), measured right after the build in the same process: the bound a build can reach."""
-    from crow.retrieval.index_build import texts_for
+    from crow.retrieval.embed_text import texts_for
 
     table = lake.read_table(ORG, "interactions").slice(0, rows)
     texts = texts_for("interactions", table.to_pydict())
@@ -166,7 +166,7 @@ def max_vector_diff(
     import pyarrow.compute as pc
 
     from crow.data.lake import DataLake
-    from crow.retrieval.index_build import texts_for
+    from crow.retrieval.embed_text import texts_for
     from indexes.store import IndexStore
 
     index = IndexStore(Path(index_dir)).load(ORG, "interactions")

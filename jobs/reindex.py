@@ -31,17 +31,16 @@ import pyarrow.parquet as pq
 
 from crow.config_source import CONFIG_HELP, ConfigError, settings_from_config_arg
 from crow.data.lake import DataLake
+from crow.retrieval.embed_text import embed_distinct, texts_for
 from crow.retrieval.index_build import (
     DATASET_OF,
     INDEX_COLLECTIONS,
     add_to_index,
-    embed_distinct,
     index_params,
     merge_source,
     publish_full_build,
     read_snapshot,
     source_table,
-    texts_for,
 )
 from crow.retrieval.index_control import describe_source, load_source_records
 from crow.retrieval.stages import Stages

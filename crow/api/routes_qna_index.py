@@ -13,7 +13,7 @@ from crow.api.errors import ApiError
 from crow.api.routes_search import embed, run_search
 from crow.data.ingest import validate_rows
 from crow.data.upload import IngestRejected
-from crow.retrieval.index_build import texts_for
+from crow.retrieval.embed_text import texts_for
 from crow.services import need
 from indexes.store import IndexCollection
 

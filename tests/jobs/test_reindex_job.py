@@ -171,7 +171,7 @@ def _hash_pool(dim: int):
     """jobs.reindex.embed_with_ray without Ray: hash-embeds the Parquet rows at `dim`."""
     import pyarrow.parquet as pq
 
-    from crow.retrieval.index_build import texts_for
+    from crow.retrieval.embed_text import texts_for
     from models.testing_embed import HashEmbedder
 
     def embed(settings, parquet, collection, rows, on_rows):

@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from crow.retrieval.index_build import embed_distinct, embed_rows_with, texts_for
+from crow.retrieval.embed_text import embed_distinct, embed_rows_with, texts_for
 
 
 class CountingEmbed:

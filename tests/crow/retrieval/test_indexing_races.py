@@ -24,7 +24,8 @@ import pytest
 from crow.data import knowledge_source as kb_source
 from crow.data.ingest import ingest, validate_rows
 from crow.data.lake import DataLake
-from crow.retrieval.index_build import build_index, texts_for
+from crow.retrieval.embed_text import texts_for
+from crow.retrieval.index_build import build_index
 from crow.retrieval.index_control import IndexControl
 from crow.retrieval.search import SearchService
 from crow.services import ThreadProxy

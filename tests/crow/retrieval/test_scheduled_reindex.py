@@ -15,7 +15,7 @@ import pytest
 
 from crow.data.ingest import validate_rows
 from crow.data.lake import DataLake
-from crow.retrieval.index_build import texts_for
+from crow.retrieval.embed_text import texts_for
 from crow.retrieval.index_control import IndexControl
 from crow.retrieval.search import SearchService
 from crow.services import ThreadProxy
