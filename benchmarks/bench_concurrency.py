@@ -10,6 +10,10 @@ chat store), each in a new session; a level asks ``answers(c)`` questions of the
 mix (greeting, single-tool, multi-tool in turn) over ``c`` chats, each chat asking its next
 question when its last is answered. One untimed warm-up answer per model first (the system
 prompt into its prefix cache, as in a running app).
+
+With ``allotted_s`` (``make bench --budget-minutes``), a level that would not fit the time
+left, estimated from the slowest seconds per answer measured so far, asks one question per
+chat instead, and the levels that still do not fit are left out; ``reduced`` says so.
 """
 
 from __future__ import annotations
@@ -45,9 +49,11 @@ def bench_concurrency(
     *,
     levels: tuple[int, ...] = (1, 4, 8),
     answers: Callable[[int], int] = lambda c: max(c, 4),
+    allotted_s: float | None = None,
     progress: bool = True,
 ) -> dict[str, Any]:
-    """``app``'s settings name the model; its slots (at least 2) are *on*, one slot *off*."""
+    """``app``'s settings name the model; its slots (at least 2) are *on*, one slot *off*;
+    ``allotted_s``: seconds for the timed levels (None: every level at full size)."""
     from tqdm import tqdm
 
     on_slots = max(app.settings.llm.slots, 2)
@@ -58,7 +64,9 @@ def bench_concurrency(
         "slots": modes,
         "answers_per_level": {str(c): answers(c) for c in levels},
         "levels": {mode: [] for mode in modes},
+        "reduced": None,
     }
+    notes: list[str] = []
     try:
         chats: dict[str, ChatService] = {}
         for mode, slots in modes.items():
@@ -71,11 +79,24 @@ def bench_concurrency(
         for chat in chats.values():  # warm-up, untimed
             asyncio.run(_ask(app, chat, org_id, "Hello!"))
         total = 2 * sum(answers(c) for c in levels)
+        started = time.perf_counter()
         with tqdm(total=total, desc="real model, concurrent chats", disable=not progress) as bar:
-            for c in levels:
+            for n, c in enumerate(levels):
+                count = answers(c)
+                if allotted_s is not None and n:
+                    left = allotted_s - (time.perf_counter() - started)
+                    count = fit_answers(out["levels"], c, count, left)
+                    if count < answers(c):
+                        notes.append(
+                            f"{c} chats: {count or 'no'} answers of {answers(c)} a mode "
+                            f"({left / 60:.1f} min left of {allotted_s / 60:.1f})"
+                        )
+                    out["answers_per_level"][str(c)] = count
+                    if not count:
+                        break
                 for mode, chat in chats.items():
                     bar.set_postfix_str(f"{c} chats, batching {mode}")
-                    level = asyncio.run(_level(app, chat, org_id, c, answers(c), bar))
+                    level = asyncio.run(_level(app, chat, org_id, c, count, bar))
                     out["levels"][mode].append(level)
     finally:
         for model in models.values():
@@ -86,7 +107,24 @@ def bench_concurrency(
         for on, off in zip(out["levels"]["on"], out["levels"]["off"], strict=True)
         if off["answers_per_min"]
     }
+    if notes:
+        out["reduced"] = "reduced to fit the time allotted: " + "; ".join(notes)
     return out
+
+
+def fit_answers(
+    done: dict[str, list[dict[str, Any]]], chats: int, wanted: int, left_s: float
+) -> int:
+    """Answers a mode of the next level asks: ``wanted`` if both modes fit ``left_s`` at the
+    slowest seconds per answer measured so far (as if answered one at a time), else one per
+    chat if that fits, else 0."""
+    per_answer = max(
+        level["wall_s"] / max(level["answers"], 1) for levels in done.values() for level in levels
+    )
+    for count in (wanted, chats):
+        if 2 * count * per_answer <= left_s:
+            return count
+    return 0
 
 
 async def _ask(app: LocalApp, chat: ChatService, org_id: str, question: str) -> dict[str, Any]:

@@ -20,9 +20,12 @@ from benchmarks.bench_common import ORG, log
 if TYPE_CHECKING:
     from benchmarks.run_all import Run
 
-# After the peer, measured here: concurrency ~18 min, first start ~3, graph ~4, search ~2,
-# reindex at full size ~7; a margin.
-RESERVE_S = 38 * 60
+# After the concurrency part, measured on 2 cores: first start ~3-5 min, graph ~4, search
+# ~2, reindex ~7 at full size (trimmed to fit); a margin.
+AFTER_CONCURRENCY_S = 20 * 60
+# After the peer: the concurrency part at full size took ~18 min on the faster machine
+# (it is trimmed to what is left, down to one answer per chat), and the parts after it.
+RESERVE_S = 18 * 60 + AFTER_CONCURRENCY_S
 MIN_PEER_QUESTIONS = 5  # one per kind of the evaluation file
 
 
@@ -52,8 +55,13 @@ def run_concurrency(run: Run) -> dict[str, Any]:
     try:
         sizes = run.sizes
         least = sizes.concurrent_min_answers
+        left = run.left_s()
         return bench_concurrency(
-            app, ORG, levels=sizes.concurrent_chats, answers=lambda c: max(c, least)
+            app,
+            ORG,
+            levels=sizes.concurrent_chats,
+            answers=lambda c: max(c, least),
+            allotted_s=None if left is None else max(left - AFTER_CONCURRENCY_S, 0.0),
         )
     finally:
         app.close()

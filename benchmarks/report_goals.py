@@ -163,7 +163,8 @@ def concurrency_section(results: dict[str, Any]) -> list[str]:
         "",
         f"{c['model']} answering in this process, continuous batching on ({c['slots']['on']} "
         f"slots) and off (1 slot), levels alternating between the two; questions per level "
-        f"{', '.join(f'{k} chats: {v}' for k, v in c['answers_per_level'].items())}.",
+        f"{', '.join(f'{k} chats: {v}' for k, v in c['answers_per_level'].items())}."
+        + (f" {c['reduced'][0].upper()}{c['reduced'][1:]}." if c.get("reduced") else ""),
         "",
         table(
             (

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.bench_concurrency import bench_concurrency, with_slots
+from benchmarks.bench_concurrency import bench_concurrency, fit_answers, with_slots
 from crow.app import open_local_app
 from crow.settings import AppSettings
 from models.testing_embed import HashEmbedder
@@ -46,3 +46,24 @@ def test_with_slots_sets_the_runtime_and_room_for_the_callers():
     s = with_slots(AppSettings.from_args({}), 1, 8)
     assert (s.llm.slots, s.llm.max_waiting) == (1, 8)
     assert s.timeouts.model_s >= 600  # a call may wait for seven answers before its own
+
+
+def test_a_level_that_does_not_fit_the_time_allotted_is_left_out(app):
+    out = bench_concurrency(
+        app, ORG, levels=(1, 3), answers=lambda c: c + 1, allotted_s=0.0, progress=False
+    )
+    assert [lv["concurrency"] for lv in out["levels"]["on"]] == [1]  # the first always runs
+    assert [lv["concurrency"] for lv in out["levels"]["off"]] == [1]
+    assert out["answers_per_level"] == {"1": 2, "3": 0}
+    assert "3 chats: no answers of 4" in out["reduced"]
+    assert set(out["ratio_on_over_off"]) == {"1"}
+
+
+def test_fit_answers_trims_to_one_question_per_chat_then_to_none():
+    done = {
+        "on": [{"wall_s": 40.0, "answers": 4}],  # 10 s an answer
+        "off": [{"wall_s": 60.0, "answers": 4}],  # 15 s: the slowest counts
+    }
+    assert fit_answers(done, chats=4, wanted=8, left_s=240.0) == 8  # 2 modes x 8 x 15 s
+    assert fit_answers(done, chats=4, wanted=8, left_s=239.0) == 4
+    assert fit_answers(done, chats=4, wanted=8, left_s=119.0) == 0
