@@ -21,6 +21,8 @@ from tests.repo import ROOT
 TRUTH_FILES = [
     ROOT / "benchmarks" / "truth_questions.jsonl",
     ROOT / "benchmarks" / "truth_blind.jsonl",
+    ROOT / "benchmarks" / "truth_blind2.jsonl",
+    ROOT / "benchmarks" / "truth_blind3.jsonl",
 ]
 
 
