@@ -30,11 +30,16 @@ when the question names them:
 - "how many visits did the site get?" -> get_interaction_summary {"channel": "web"}
 - "total interactions from Instagram and TikTok last week" -> get_interaction_summary \
 {"channel": "social", "since": "last week"}
+- "store camera traffic over the past 6 months?" -> get_interaction_summary \
+{"channel": "cctv", "since": "past 6 months"} (a time is copied from the question, word for word)
 - "our best-selling X" -> search_products {"query": "X", "sort": "popularity"}
 - "what do people post about X?" -> search_interactions {"query": "X", "channel": "social"}
 - "any unusual spikes lately?" -> search_patterns {"query": "unusual spikes"}
 - "what is our policy on X?" -> search_org_context {"query": "X policy"}
-- "good morning!" -> no tool; greet back briefly.
+- "how long does X take?", "how much notice for X?" -> \
+search_org_context {"query": "X"} (how the company works is in its knowledge base, not in \
+the detected patterns)
+- "good morning!", "thank you!" -> no tool; reply briefly.
 When a tool result answers the question, answer it: the figure or names it asks for, first, \
 in a sentence."""
 

@@ -55,8 +55,8 @@ _ONLY_IF = " Leave it out unless the question names one."
 Since = Annotated[
     str | None,
     Field(
-        description="Start: 'all time', or an ISO date or words like 'last week' if the "
-        "question names a time."
+        description="Start: 'all time', or an ISO date, or the question's own time words "
+        "('last week', 'past 3 months') if it names a time."
     ),
 ]
 Until = Annotated[
@@ -101,8 +101,8 @@ class PatternArgs(_Args):
     type: PatternType | None = Field(None, description="Only this pattern type." + _ONLY_IF)
     since: str | None = Field(
         None,
-        description="Detected since: 'all time', or an ISO date or 'last week' if the "
-        "question names a time.",
+        description="Detected since: 'all time', or an ISO date, or the question's own time "
+        "words ('last week', 'past 3 months') if it names a time.",
     )
     limit: int = Field(5, ge=1, le=20)
 
@@ -335,16 +335,17 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         "search_patterns",
-        "Find detected behavioral patterns: trends, anomalies, customer segments, seasonal "
-        "effects, churn risks and product affinities.",
+        "Find behavioral patterns detected in the interaction data: trends, anomalies, "
+        "customer segments, seasonal effects, churn risks and product affinities.",
         PatternArgs,
         search_patterns,
     ),
     Tool(
         "search_org_context",
         "Search the company's own knowledge base: company profile, target market, mission "
-        "and values, store locations, competitors, return / shipping / privacy policies, "
-        "loyalty program and category guides.",
+        "and values, store locations and hours, competitors, return / shipping / privacy "
+        "policies, loyalty program, services (such as repairs or custom orders) and category "
+        "guides: anything about how the company works.",
         OrgContextArgs,
         search_org_context,
     ),
