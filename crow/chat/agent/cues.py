@@ -29,6 +29,18 @@ def is_small_talk(message: str) -> bool:
     return len(text) <= 60 and bool(_SMALL_TALK.match(text)) and not _DATA_WORDS.search(text)
 
 
+_FOLLOW_UP = re.compile(
+    r"^\W*(and|also|only|just|what about|how about|same for)\b|\b(those|these|them|they)\b",
+    re.I,
+)
+
+
+def is_follow_up(message: str) -> bool:
+    """A short question that leans on the one before it ("And on the web?", "Which of those
+    ...?"): read alone, it lacks the topic or the filters it keeps."""
+    return len(message.split()) <= 12 and bool(_FOLLOW_UP.search(message))
+
+
 _COUNT = re.compile(
     r"\b(how many|number of|count|total|totals|breakdown|how much traffic|tally)\b", re.I
 )

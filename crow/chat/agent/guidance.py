@@ -17,7 +17,8 @@ from functools import partial
 import numpy as np
 
 from crow.chat.agent.context import ToolContext
-from crow.chat.agent.intent import IntentRouter
+from crow.chat.agent.cues import is_follow_up
+from crow.chat.agent.intent import IntentRouter, Route
 from models.messages import Message
 
 log = logging.getLogger(__name__)
@@ -49,6 +50,12 @@ def question_of(messages: Sequence[Message]) -> str:
     return next((m.content for m in reversed(messages) if m.role == "user"), "")
 
 
+def earlier_question(messages: Sequence[Message]) -> str | None:
+    """The user's message before the latest, if any."""
+    asked = [m.content for m in messages if m.role == "user"]
+    return asked[-2] if len(asked) >= 2 else None
+
+
 class Guidance:
     def __init__(self, timeout_s: float) -> None:
         self.router = IntentRouter()
@@ -59,25 +66,47 @@ class Guidance:
         out = list(messages)
         if out and out[0].role == "system":
             out[0] = out[0].model_copy(update={"content": f"{out[0].content}\n{EXAMPLES}"})
-        if hint := await self.hint(question_of(out), ctx):
+        if hint := await self.hint(question_of(out), ctx, earlier=earlier_question(out)):
             out.append(Message.system(hint))
         return out
 
-    async def hint(self, question: str, ctx: ToolContext) -> str | None:
-        """The intent router's reading of the question as a line the model reads, or None."""
+    async def hint(
+        self, question: str, ctx: ToolContext, *, earlier: str | None = None
+    ) -> str | None:
+        """The intent router's reading of the question as a line the model reads, or None.
+        A follow-up ("And on the web?") is read with the question it follows: alone, the
+        router would route words that have lost their topic."""
         if not question.strip():
             return None
+        if earlier and is_follow_up(question):
+            route = await self._route(f"{earlier} {question}", ctx)
+            if route is None or route.abstained or route.small_talk:
+                return None
+            return (
+                f"Routing hint (may be wrong; follow the question): this follows up on "
+                f"{_quoted(earlier)}: likely tools: {', '.join(route.tools)}, with that "
+                f"question's topic and filters, changed only where this one says."
+            )
+        route = await self._route(question, ctx)
+        if route is None or route.abstained:
+            return None
+        if route.small_talk:
+            return "Routing hint: this reads as small talk; reply briefly without calling a tool."
+        return f"Routing hint (may be wrong; follow the question): likely tools: {', '.join(route.tools)}."
+
+    async def _route(self, question: str, ctx: ToolContext) -> Route | None:
         try:
             async with asyncio.timeout(self.timeout_s):
                 route = await self.router.route(question, partial(_embed, ctx))
         except Exception as exc:  # a hint only helps; the model chooses without it
             log.warning("intent router failed (%s); no hint", exc)
             return None
-        if route.abstained:
-            return None
-        if route.small_talk:
-            return "Routing hint: this reads as small talk; reply briefly without calling a tool."
-        return f"Routing hint (may be wrong; follow the question): likely tools: {', '.join(route.tools)}."
+        return route
+
+
+def _quoted(text: str, limit: int = 120) -> str:
+    text = " ".join(text.split())
+    return f'"{text if len(text) <= limit else text[: limit - 1] + "…"}"'
 
 
 async def _embed(ctx: ToolContext, texts: list[str]) -> np.ndarray:

@@ -144,3 +144,56 @@ def test_the_examples_name_no_catalog_topic_a_model_could_copy(demo):
         }
     words = {w.strip("?!.,\"'").lower() for w in EXAMPLES.split()}
     assert categories and not {c for c in categories if c in words or c.rstrip("s") in words}
+
+
+class RecordingRouter(IntentRouter):
+    def __init__(self, route: Route) -> None:
+        super().__init__()
+        self.fixed, self.asked = route, []
+
+    async def route(self, question, embed):
+        self.asked.append(question)
+        return self.fixed
+
+
+def test_a_follow_up_is_routed_with_the_question_it_follows(demo):
+    from crow.chat.agent.guidance import Guidance
+    from models.messages import Message
+
+    guidance = Guidance(timeout_s=5)
+    guidance.router = router = RecordingRouter(Route(("count",), 0.8))
+    earlier = "How many CCTV interactions do we have?"
+    conversation = [
+        Message.system("prompt"),
+        Message.user(earlier),
+        Message.assistant("5,925 CCTV interactions."),
+        Message.user("And on the web?"),
+    ]
+    out = asyncio.run(guidance.apply(conversation, ctx_for(demo)))
+    assert router.asked == [f"{earlier} And on the web?"]
+    hint = out[-1].content
+    assert out[-1].role == "system" and f'follows up on "{earlier}"' in hint
+    assert "get_interaction_summary" in hint
+    # a question that stands on its own is routed alone, whatever came before
+    conversation[-1] = Message.user("Which tents are most popular?")
+    router.asked.clear()
+    out = asyncio.run(guidance.apply(conversation, ctx_for(demo)))
+    assert router.asked == ["Which tents are most popular?"]
+    assert "follows up" not in out[-1].content
+
+
+@pytest.mark.parametrize(
+    ("question", "follows"),
+    [
+        ("And on the web?", True),
+        ("What about social media?", True),
+        ("Which of those came from Instagram?", True),
+        ("How many web interactions did we have?", False),
+        ("Which tents are most popular?", False),
+        ("What are they saying about our return policy and how long does it take us?", False),
+    ],
+)
+def test_follow_up_cues(question, follows):
+    from crow.chat.agent.cues import is_follow_up
+
+    assert is_follow_up(question) is follows
