@@ -35,6 +35,8 @@ when the question names them:
 {"channel": "cctv", "since": "past 6 months"} (a time is copied from the question, word for word)
 - "our best-selling X" -> search_products {"query": "X", "sort": "popularity"}
 - "what do people post about X?" -> search_interactions {"query": "X", "channel": "social"}
+- "what did site visitors say about X?" -> search_interactions {"query": "X", "channel": "web"}
+- "how much does X cost?" -> search_products {"query": "X"}; answer with its price
 - "any unusual spikes lately?" -> search_patterns {"query": "unusual spikes"}
 - "what is our policy on X?" -> search_org_context {"query": "X policy"}
 - "how long does X take?", "how much notice for X?" -> \
