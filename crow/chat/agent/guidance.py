@@ -76,8 +76,9 @@ class Guidance:
         self, question: str, ctx: ToolContext, *, earlier: str | None = None
     ) -> str | None:
         """The intent router's reading of the question as a line the model reads, or None.
-        A follow-up ("And on the web?") is read with the question it follows: alone, the
-        router would route words that have lost their topic."""
+        A follow-up ("And on the web?") is routed with the question it follows: alone, the
+        router would route words that have lost their topic. The hint does not quote that
+        question: a 1.5B then copied its filters ("cctv") into the follow-up's call."""
         if not question.strip():
             return None
         if earlier and is_follow_up(question):
@@ -85,9 +86,8 @@ class Guidance:
             if route is None or route.abstained or route.small_talk:
                 return None
             return (
-                f"Routing hint (may be wrong; follow the question): this follows up on "
-                f"{_quoted(earlier)}: likely tools: {', '.join(route.tools)}, with that "
-                f"question's topic and filters, changed only where this one says."
+                "Routing hint (may be wrong; follow the question): a follow-up to the "
+                f"previous question; likely tools: {', '.join(route.tools)}."
             )
         route = await self._route(question, ctx)
         if route is None or route.abstained:
@@ -104,11 +104,6 @@ class Guidance:
             log.warning("intent router failed (%s); no hint", exc)
             return None
         return route
-
-
-def _quoted(text: str, limit: int = 120) -> str:
-    text = " ".join(text.split())
-    return f'"{text if len(text) <= limit else text[: limit - 1] + "…"}"'
 
 
 async def _embed(ctx: ToolContext, texts: list[str]) -> np.ndarray:
