@@ -24,8 +24,8 @@ Parts, in this order (each a ratio or a distribution measured side by side in th
              loop on a smaller sample, rows/s compared (bench_reindex.py)
 
 About an hour on 2 cores at the default sizes. On a slower (or busier) machine
-``--budget-minutes`` trims the peer's questions (kinds in turn) and the reindex row counts
-to what the measured speed fits; the report says so where it happened.
+``--budget-minutes`` trims the peer's questions (kinds in turn), the concurrency part's
+answers per level and the reindex row counts to what the measured speed fits; the report says so where it happened.
 Data and indexes come from ``--var`` (`make data`; missing indexes are built first); the
 benchmarks' own chat databases, seeded data and indexes go to ``--work-dir``. A failing part
 is recorded and the run goes on; the exit status is 1 if any part failed.
