@@ -12,8 +12,8 @@ question when its last is answered. One untimed warm-up answer per model first (
 prompt into its prefix cache, as in a running app).
 
 With ``allotted_s`` (``make bench --budget-minutes``), a level that would not fit the time
-left, estimated from the slowest seconds per answer measured so far, asks one question per
-chat instead, and the levels that still do not fit are left out; ``reduced`` says so.
+left, estimated from each mode's seconds per answer at its latest level, asks one question
+per chat instead, and the levels that still do not fit are left out; ``reduced`` says so.
 """
 
 from __future__ import annotations
@@ -115,14 +115,14 @@ def bench_concurrency(
 def fit_answers(
     done: dict[str, list[dict[str, Any]]], chats: int, wanted: int, left_s: float
 ) -> int:
-    """Answers a mode of the next level asks: ``wanted`` if both modes fit ``left_s`` at the
-    slowest seconds per answer measured so far (as if answered one at a time), else one per
-    chat if that fits, else 0."""
-    per_answer = max(
-        level["wall_s"] / max(level["answers"], 1) for levels in done.values() for level in levels
+    """Answers a mode of the next level asks: ``wanted`` if both modes fit ``left_s``, else
+    one per chat if that fits, else 0. A mode's seconds per answer are those of its latest
+    level (the nearest in concurrency; with one slot the answers come one at a time anyway)."""
+    per_answer = sum(
+        levels[-1]["wall_s"] / max(levels[-1]["answers"], 1) for levels in done.values() if levels
     )
     for count in (wanted, chats):
-        if 2 * count * per_answer <= left_s:
+        if count * per_answer <= left_s:
             return count
     return 0
 

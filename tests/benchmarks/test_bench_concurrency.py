@@ -61,9 +61,9 @@ def test_a_level_that_does_not_fit_the_time_allotted_is_left_out(app):
 
 def test_fit_answers_trims_to_one_question_per_chat_then_to_none():
     done = {
-        "on": [{"wall_s": 40.0, "answers": 4}],  # 10 s an answer
-        "off": [{"wall_s": 60.0, "answers": 4}],  # 15 s: the slowest counts
+        "on": [{"wall_s": 80.0, "answers": 4}, {"wall_s": 40.0, "answers": 4}],  # latest: 10 s
+        "off": [{"wall_s": 60.0, "answers": 4}],  # 15 s an answer
     }
-    assert fit_answers(done, chats=4, wanted=8, left_s=240.0) == 8  # 2 modes x 8 x 15 s
-    assert fit_answers(done, chats=4, wanted=8, left_s=239.0) == 4
-    assert fit_answers(done, chats=4, wanted=8, left_s=119.0) == 0
+    assert fit_answers(done, chats=4, wanted=8, left_s=200.0) == 8  # 8 x (10 + 15) s
+    assert fit_answers(done, chats=4, wanted=8, left_s=199.0) == 4
+    assert fit_answers(done, chats=4, wanted=8, left_s=99.0) == 0
