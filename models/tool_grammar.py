@@ -3,13 +3,22 @@
 A call is written in the model's own format (Qwen: ``<tool_call>{"name", "arguments"}
 </tool_call>``), its name one of the offered tools and its arguments that tool's JSON schema.
 
-- ``tool_choice="auto"``: the grammar is lazy. The model writes freely; once it starts a call
-  in any of the forms small models use (the ``<tool_call>`` tag, a ```` ```json ```` fence, or
-  or a JSON object as the whole answer), the rest of the call is constrained.
+llama.cpp applies an llguidance grammar from the first token: it has no lazy mode (and its
+chat endpoint overwrites a request's ``grammar_lazy`` and triggers with the template's own).
+So every choice is one grammar over the whole output:
+
+- ``tool_choice="auto"``: prose, or a call in any of the forms small models use (the
+  ``<tool_call>`` tag, a ```` ```json ```` fence, or a JSON object as the whole answer), or
+  prose followed by tagged calls. The model's first token chooses; a call, once started, is
+  constrained. (An earlier lazy grammar was in fact eager: every step had to call a tool,
+  greetings and answers after tool results included.)
 - ``"required"`` or a named tool: the whole output is one or more tagged calls (to that one
   tool when named).
 - ``"none"`` with tools: the tools stay in the prompt (its cached prefix is the same as the
   steps that may call them) and the answer is prose that cannot hold a call (NO_CALL_GRAMMAR).
+
+Prose never holds a ``<`` (where a tag would start) and does not start with a space, ``{``,
+``[`` or a backtick.
 """
 
 from __future__ import annotations
@@ -20,15 +29,12 @@ from typing import Any
 
 from models.messages import NamedToolChoice, ToolChoice, ToolSpec
 
-NO_CALL_GRAMMAR = r"%llguidance {}" "\n" r"start: /[^<{\[`\s][^<]*/"
-"""Prose: it starts with neither a tag, a JSON value nor a code fence, and never opens a tag."""
+_PROSE = r"/[^<{\[`\s][^<]*/"
+"""Text that starts with neither a tag, a JSON value nor a code fence, and never opens a tag."""
+NO_CALL_GRAMMAR = f"%llguidance {{}}\nstart: {_PROSE}"
 CALL_TAG = "<tool_call>"
 CALL_END = "</tool_call>"
 _FENCE = "```json"
-# llama.cpp's trigger kinds (common_grammar_trigger_type): a word (a one-token word, like the
-# tag, must also be a preserved token), a regex that must match the whole output so far (its
-# first group is where the grammar starts).
-_TRIGGER_WORD, _TRIGGER_PATTERN_FULL = 1, 3
 
 
 def call_schema(tools: Sequence[ToolSpec]) -> dict[str, Any]:
@@ -56,23 +62,22 @@ def constraint(tools: Sequence[ToolSpec], choice: ToolChoice) -> dict[str, Any]:
         if not named:
             raise ValueError(f"tool_choice names {choice.name!r}, which is not offered")
         tools = named
-    call = f"call: %json {json.dumps(call_schema(tools))}"
-    tagged = f'tagged: ({json.dumps(CALL_TAG)} "\\n" call "\\n" {json.dumps(CALL_END)})+'
-    if choice != "auto":
-        grammar = "\n".join(["%llguidance {}", "start: tagged", tagged, call])
-        return {"grammar": grammar, "preserved_tokens": [CALL_TAG, CALL_END]}
-    fenced = f'fenced: {json.dumps(_FENCE)} "\\n" call "\\n```"'
-    grammar = "\n".join(["%llguidance {}", "start: tagged | fenced | call", tagged, fenced, call])
-    return {
-        "grammar": grammar,
-        "grammar_lazy": True,
-        "grammar_triggers": [
-            {"type": _TRIGGER_WORD, "value": CALL_TAG},
-            {"type": _TRIGGER_WORD, "value": _FENCE},
-            {"type": _TRIGGER_PATTERN_FULL, "value": r"\s*(\{[\s\S]*)"},
-        ],
-        "preserved_tokens": [CALL_TAG, CALL_END],
-    }
+    rules = [
+        "tagged: one+",  # no newline between calls: with one, a 1.5B repeats its call to the limit
+        f'one: {json.dumps(CALL_TAG)} "\\n" call "\\n" {json.dumps(CALL_END)}',
+        f"call: %json {json.dumps(call_schema(tools))}",
+    ]
+    if choice == "auto":
+        rules = [
+            "start: tagged | fenced | call | prose",
+            f'fenced: {json.dumps(_FENCE)} "\\n" call "\\n```"',
+            "prose: TEXT tagged?",
+            f"TEXT: {_PROSE}",
+            *rules,
+        ]
+    else:
+        rules = ["start: tagged", *rules]
+    return {"grammar": "\n".join(["%llguidance {}", *rules])}
 
 
 def _closed(schema: dict[str, Any]) -> dict[str, Any]:

@@ -68,6 +68,22 @@ def test_constrained_calls_always_validate(model: LocalChatModel) -> None:
             jsonschema.validate(call.arguments, BY_NAME[call.name].parameters)
 
 
+def test_auto_lets_the_model_answer_in_prose_or_call(model: LocalChatModel) -> None:
+    """With "auto" the model chooses: small talk gets prose (a grammar that only allowed calls
+    forced a call on every step), a count question gets a valid call."""
+    params = ModelParams(max_tokens=64, timeout_s=300)
+    hello = asyncio.run(model.request(ask("hey, nice to meet you"), TOOLS, params))
+    assert not hello.tool_calls and not hello.invalid_tool_calls, hello
+    assert hello.text and not hello.text.lstrip().startswith(("{", "`", "<"))
+    count = asyncio.run(
+        model.request(ask("How many interactions did we have in total?"), TOOLS, params)
+    )
+    assert [c.name for c in count.tool_calls] == ["get_interaction_summary"], count
+    jsonschema.validate(
+        count.tool_calls[0].arguments, BY_NAME["get_interaction_summary"].parameters
+    )
+
+
 def test_stream_deltas_add_up_to_the_turn(model: LocalChatModel) -> None:
     async def run() -> list[object]:
         params = ModelParams(max_tokens=24, timeout_s=300)

@@ -12,19 +12,21 @@ from models.tool_grammar import NO_CALL_GRAMMAR, call_schema, constraint
 from tests.models.tools_fixture import TOOLS
 
 
-def test_auto_is_lazy_and_triggers_on_every_call_form() -> None:
+def test_auto_is_one_grammar_where_prose_and_every_call_form_may_start() -> None:
+    # llama.cpp runs an llguidance grammar from the first token (no lazy mode), so "auto"
+    # must let prose start too, or every step is forced to call a tool.
     fields = constraint(TOOLS, "auto")
-    assert fields["grammar_lazy"] is True
-    words = [t["value"] for t in fields["grammar_triggers"]]
-    assert "<tool_call>" in words and "```json" in words
-    assert "<tool_call>" in fields["preserved_tokens"]  # a one-token trigger must be preserved
-    assert fields["grammar"].startswith("%llguidance")
+    assert set(fields) == {"grammar"}
+    lines = fields["grammar"].splitlines()
+    assert lines[0] == "%llguidance {}"
+    assert "start: tagged | fenced | call | prose" in lines
+    assert "prose: TEXT tagged?" in lines  # "Let me check." then a tagged call
 
 
 def test_required_and_named_constrain_the_whole_output() -> None:
     required = constraint(TOOLS, "required")
-    assert "grammar_lazy" not in required
-    assert "start: tagged" in required["grammar"]
+    assert "start: tagged" in required["grammar"].splitlines()
+    assert "prose" not in required["grammar"]
     named = constraint(TOOLS, NamedToolChoice(name="search_patterns"))
     schema = json.loads(named["grammar"].split("call: %json ", 1)[1])
     assert schema["properties"]["name"] == {"const": "search_patterns"}
