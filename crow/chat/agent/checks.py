@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Collection
 from typing import Any
 
 from crow.chat.agent.compose import ECHO_STOPS
@@ -27,6 +28,13 @@ _DATE = re.compile(
     rf"|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}|\b\d{{1,2}}:\d\d\b",
     re.I,
 )
+# A count of interactions as an answer states one: "549 interactions", "4,007 web visits".
+_COUNT = re.compile(
+    r"(?<![\w.,$])(\d{1,3}(?:,\d{3})+|\d{2,})\s+(?:[\w-]+\s+){0,3}?"
+    r"(?:interactions?|visits?|visitors?|events?)\b",
+    re.I,
+)
+_INTERACTIONS = re.compile(r"\binteractions?\b", re.I)
 _BOLD = re.compile(r"\*\*([^*\n]{3,80})\*\*(\s*:)?")
 _WORD = re.compile(r"[a-z][a-z0-9]{2,}")
 _TITLE_WORD = re.compile(r"[A-Z0-9][\w'-]*")
@@ -50,6 +58,21 @@ def answer_problem(text: str, outputs: Outputs, question: str = "") -> str | Non
         )
     if names := invented_names(text, outputs, question):
         return f"Your answer names {', '.join(repr(n) for n in names)}, which no tool returned."
+    return None
+
+
+def unsourced_answer(text: str, tools: Collection[str]) -> str | None:
+    """Why an answer given with no tool run for the question needs one, or None: it states a
+    count of interactions (a small model copies an earlier answer's figure into a follow-up
+    about another channel) or talks about a tool instead of calling it ("you can use the
+    search_interactions function")."""
+    if named := sorted(name for name in tools if name in text):
+        return f"describes {named[0]} instead of calling it"
+    plain = _DATE.sub(" ", text.replace("*", ""))
+    if match := _COUNT.search(plain):
+        return f"states {match.group(0)!r} with no tool behind it"
+    if _INTERACTIONS.search(plain) and (figure := re.search(r"\d[\d,.]*", plain)):
+        return f"states {figure.group(0)!r} about interactions with no tool behind it"
     return None
 
 

@@ -42,6 +42,10 @@ when the question names them:
 - "how long does X take?", "how much notice for X?" -> \
 search_org_context {"query": "X"} (how the company works is in its knowledge base, not in \
 the detected patterns)
+- after a count, "and for social?" -> get_interaction_summary {"channel": "social"} (a \
+follow-up asks something new: call the tool for it; an earlier answer's figure answers only \
+the earlier question)
+- after a search for X, "which of those mention Y?" -> search_interactions {"query": "X Y"}
 - "good morning!", "thank you!" -> no tool; reply briefly.
 When a tool result answers the question, answer it: the figure or names it asks for, first, \
 in a sentence."""
@@ -87,7 +91,8 @@ class Guidance:
                 return None
             return (
                 "Routing hint (may be wrong; follow the question): a follow-up to the "
-                f"previous question; likely tools: {', '.join(route.tools)}."
+                "previous question; call a tool for it, earlier figures answer only earlier "
+                f"questions; likely tools: {', '.join(route.tools)}."
             )
         route = await self._route(question, ctx)
         if route is None or route.abstained:

@@ -3,7 +3,11 @@
 The model decides: each step it sees the system prompt, the conversation and the five tools
 and calls tools (run in parallel) or answers. At most ``max_iterations`` steps; past that, or
 when a step fails or only repeats calls, one plain call answers from what was gathered.
-Small models get help they read (``hints``, crow.chat.agent.guidance), never decisions. A checked
+Small models get help they read (``hints``, crow.chat.agent.guidance), never decisions. An
+answer given with no tool run for the question that states a count of interactions (a
+follow-up answered with an earlier figure) or describes a call instead of making it is
+asked again once, a call required (the model picks which, and its arguments).
+A checked
 answer (crow.chat.agent.checks) that fails gets one correction; failing again, the answer is
 composed from the results and says so (``fallback: "composed"``). Text streams as
 ``text_delta`` events; ``text_replaced`` carries a final text that differs from what was
@@ -22,7 +26,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from crow.chat.agent.checks import answer_problem, correction
+from crow.chat.agent.checks import answer_problem, correction, unsourced_answer
 from crow.chat.agent.compose import ECHO_STOPS, compose
 from crow.chat.agent.context import ToolContext
 from crow.chat.agent.events import Emit, events_of
@@ -86,6 +90,7 @@ class _Run:
     model_s: float = 0.0
     tools_s: float = 0.0
     route_s: float = 0.0  # the guidance's routing hint
+    nudged: bool = False  # an answer stating a count with no tool behind it was sent back
 
 
 class Agent:
@@ -152,7 +157,8 @@ class Agent:
         """Model steps with tools until one answers in text: (the text, None), or (None, why)
         when the model only repeats calls already answered or reaches the iteration limit."""
         for _ in range(self.config.max_iterations):
-            turn = await self._step(run, tools=True)
+            # after the correction below, the model must source its count: it picks the call
+            turn = await self._step(run, tools=True, required=run.nudged and not run.outputs)
             if turn.invalid_tool_calls and not turn.tool_calls:
                 run.messages.append(turn.to_message())
                 run.messages.append(
@@ -163,7 +169,17 @@ class Agent:
             if turn.tool_calls and not fresh:
                 return None, "repeated_call"
             if not fresh:
-                return turn.text, None
+                if (
+                    run.outputs
+                    or run.nudged
+                    or not (problem := unsourced_answer(turn.text, self.tools))
+                ):
+                    return turn.text, None
+                # Once: the same step again, a call required. The answer is not kept: after
+                # it and a correction, the 1.5B wrote the earlier question's channel again.
+                log.info("no tool behind the answer (%s); asked again, a call required", problem)
+                run.nudged = True
+                continue
             run.messages.append(Message.assistant(turn.text, tuple(fresh)))
             for call in fresh:
                 run.emit(
@@ -188,12 +204,12 @@ class Agent:
             log.info("corrected answer failed too (%s): %.200r", problem, text)
         return compose(run.outputs), "composed"
 
-    async def _step(self, run: _Run, *, tools: bool) -> AssistantTurn:
+    async def _step(self, run: _Run, *, tools: bool, required: bool = False) -> AssistantTurn:
         """One streamed model call; its text goes to the client as it is written."""
         params = ModelParams(
             max_tokens=self.config.max_tokens,
             timeout_s=self.config.model_timeout_s,
-            tool_choice="auto" if tools else "none",
+            tool_choice=("required" if required else "auto") if tools else "none",
             stop=ECHO_STOPS if run.outputs else (),  # don't wait for a copy of the results
         )
         started, turn, fresh = time.perf_counter(), None, True

@@ -294,3 +294,24 @@ def test_a_search_before_the_first_indexing_says_search_is_being_prepared(demo):
         [("search_products", {"error": f"search_products failed: {STILL_INDEXING}"})]
     )
     assert "still being prepared" in composed
+
+
+def test_a_count_with_no_tool_behind_it_is_asked_again_once_with_a_call_required(demo):
+    """A follow-up answered from an earlier answer's figure ("549 ... on the web" after a CCTV
+    count) is asked again, the same messages with a call required; the model picks the
+    summary and its channel. Once: after a tool ran, the answer is checked as any other."""
+    copied = AssistantTurn(text="549 interactions on the web channel.")
+    model = ScriptedChatModel(
+        [copied, call("get_interaction_summary", channel="web"), AssistantTurn(text="Done.")]
+    )
+    answer = run(Agent(model), ctx_for(demo), "And how many on the web?")
+    model.assert_complete()
+    first, again = model.calls[0], model.calls[1]
+    assert (first.params.tool_choice, again.params.tool_choice) == ("auto", "required")
+    assert again.messages == first.messages  # the copied answer is not kept
+    assert model.calls[2].params.tool_choice == "auto"
+    assert [s["name"] for s in answer.tool_steps] == ["get_interaction_summary"]
+    assert answer.content == "Done."
+    greeting = ScriptedChatModel([AssistantTurn(text="Hello! We sell 20 kinds of tents.")])
+    run(Agent(greeting), ctx_for(demo), "hi")
+    greeting.assert_complete()  # no count of interactions: not asked again

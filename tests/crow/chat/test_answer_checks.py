@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from crow.chat.agent.checks import unsourced_answer
 from crow.chat.agent.loop import Agent
 from models.messages import AssistantTurn
 from models.testing import ScriptedChatModel
@@ -141,3 +142,22 @@ def test_count_cues(message, count):
     from crow.chat.agent.cues import is_count_question
 
     assert is_count_question(message) is count
+
+
+@pytest.mark.parametrize(
+    ("text", "sent_back"),
+    [
+        ("549 interactions on the web channel from 2026-08-31 to 2026-11-28.", True),
+        ("The site had **4,007** web visits.", True),
+        ("The site had 4,007 web visits.", True),
+        ("Hello! How can I help with your retail data?", False),
+        ("The Arctic Down 0F costs $249 and has 12 reviews.", False),
+        ("On 2026-11-28 interactions peaked.", False),
+        ("To find them, you can use the search_interactions function.", True),
+        ("The number of interactions on Instagram about rain jackets is 5.", True),
+        ("I can count your interactions per channel.", False),
+    ],
+)
+def test_an_answer_with_no_tool_behind_it_is_recognised(text: str, sent_back: bool) -> None:
+    tools = ["get_interaction_summary", "search_interactions"]
+    assert (unsourced_answer(text, tools) is not None) is sent_back
