@@ -28,12 +28,10 @@ _DATE = re.compile(
     rf"|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}|\b\d{{1,2}}:\d\d\b",
     re.I,
 )
-# A count of interactions as an answer states one: "549 interactions", "4,007 web visits".
-_COUNT = re.compile(
-    r"(?<![\w.,$])(\d{1,3}(?:,\d{3})+|\d{2,})\s+(?:[\w-]+\s+){0,3}?"
-    r"(?:interactions?|visits?|visitors?|events?)\b",
-    re.I,
-)
+# A count of interactions as an answer states one: "549 interactions", "4,007 web visits"
+# (a figure, then one of these nouns among its next four words).
+_COUNT_FIGURE = re.compile(r"(?<![\w.,$])(?:\d{1,3}(?:,\d{3})+|\d{2,})\b")
+_COUNT_NOUN = re.compile(r"(?:interactions?|visits?|visitors?|events?)[.,;:!?]*", re.I)
 _INTERACTIONS = re.compile(r"\binteractions?\b", re.I)
 _BOLD = re.compile(r"\*\*([^*\n]{3,80})\*\*(\s*:)?")
 _WORD = re.compile(r"[a-z][a-z0-9]{2,}")
@@ -69,8 +67,10 @@ def unsourced_answer(text: str, tools: Collection[str]) -> str | None:
     if named := sorted(name for name in tools if name in text):
         return f"describes {named[0]} instead of calling it"
     plain = _DATE.sub(" ", text.replace("*", ""))
-    if match := _COUNT.search(plain):
-        return f"states {match.group(0)!r} with no tool behind it"
+    for figure in _COUNT_FIGURE.finditer(plain):
+        after = plain[figure.end() : figure.end() + 80].split()[:4]
+        if any(_COUNT_NOUN.fullmatch(word) for word in after):
+            return f"states {' '.join([figure.group(0), *after])!r} with no tool behind it"
     if _INTERACTIONS.search(plain) and (figure := re.search(r"\d[\d,.]*", plain)):
         return f"states {figure.group(0)!r} about interactions with no tool behind it"
     return None
