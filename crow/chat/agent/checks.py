@@ -71,8 +71,8 @@ def unsourced_answer(text: str, tools: Collection[str]) -> str | None:
         after = plain[figure.end() : figure.end() + 80].split()[:4]
         if any(_COUNT_NOUN.fullmatch(word) for word in after):
             return f"states {' '.join([figure.group(0), *after])!r} with no tool behind it"
-    if _INTERACTIONS.search(plain) and (figure := re.search(r"\d[\d,.]*", plain)):
-        return f"states {figure.group(0)!r} about interactions with no tool behind it"
+    if _INTERACTIONS.search(plain) and (number := re.search(r"\d[\d,.]*", plain)):
+        return f"states {number.group(0)!r} about interactions with no tool behind it"
     return None
 
 
