@@ -6,8 +6,7 @@ when a step fails or only repeats calls, one plain call answers from what was ga
 Small models get help they read (``hints``, crow.chat.agent.guidance), never decisions. An
 answer given with no tool run for the question that states a count of interactions (a
 follow-up answered with an earlier figure) or describes a call instead of making it is
-asked again once, a call required (the model picks which, and its arguments).
-A checked
+asked again once, a call required (the model picks which, and its arguments). A checked
 answer (crow.chat.agent.checks) that fails gets one correction; failing again, the answer is
 composed from the results and says so (``fallback: "composed"``). Text streams as
 ``text_delta`` events; ``text_replaced`` carries a final text that differs from what was
@@ -90,7 +89,7 @@ class _Run:
     model_s: float = 0.0
     tools_s: float = 0.0
     route_s: float = 0.0  # the guidance's routing hint
-    nudged: bool = False  # an answer stating a count with no tool behind it was sent back
+    nudged: bool = False  # an answer with no tool behind it was asked again (once)
 
 
 class Agent:
@@ -157,7 +156,7 @@ class Agent:
         """Model steps with tools until one answers in text: (the text, None), or (None, why)
         when the model only repeats calls already answered or reaches the iteration limit."""
         for _ in range(self.config.max_iterations):
-            # after the correction below, the model must source its count: it picks the call
+            # asked again below (an answer with no tool behind it): a call must come
             turn = await self._step(run, tools=True, required=run.nudged and not run.outputs)
             if turn.invalid_tool_calls and not turn.tool_calls:
                 run.messages.append(turn.to_message())
