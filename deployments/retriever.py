@@ -40,6 +40,9 @@ class RetrieverDeployment:
     async def readiness(self, org_id: str) -> dict[str, str | None]:
         return await asyncio.to_thread(self.service.readiness, org_id)
 
+    async def product_categories(self, org_id: str) -> list[str]:
+        return await asyncio.to_thread(self.service.product_categories, org_id)
+
     def versions(self) -> dict[str, str]:
         return self.service.versions()
 

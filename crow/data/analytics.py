@@ -132,14 +132,29 @@ class Analytics:
             out[pid]["total"] += n
         return out
 
-    def top_products(self, org_id: str, *, limit: int = 10) -> list[tuple[str, int]]:
-        """(product id, interactions) of the most interacted-with products."""
+    def top_products(
+        self, org_id: str, *, limit: int = 10, category: str | None = None
+    ) -> list[tuple[str, int]]:
+        """(product id, interactions) of the most interacted-with products, of one catalog
+        ``category`` (case-insensitive) if given."""
         glob = self.lake.parquet_glob(org_id, "interactions")
         if glob is None:
             return []
-        with duck.cursor() as con:
-            return con.execute(
+        if category is None:
+            sql, params = (
                 "SELECT product_id, count(*) AS n FROM read_parquet(?) "
                 "WHERE product_id IS NOT NULL GROUP BY 1 ORDER BY n DESC, product_id LIMIT ?",
                 [glob, limit],
-            ).fetchall()
+            )
+        else:
+            products = self.lake.parquet_glob(org_id, "products")
+            if products is None:
+                return []
+            sql, params = (
+                "SELECT i.product_id, count(*) AS n FROM read_parquet(?) i "
+                "JOIN read_parquet(?) p ON p.id = i.product_id WHERE lower(p.category) = lower(?) "
+                "GROUP BY 1 ORDER BY n DESC, i.product_id LIMIT ?",
+                [glob, products, category, limit],
+            )
+        with duck.cursor() as con:
+            return con.execute(sql, params).fetchall()

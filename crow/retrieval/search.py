@@ -167,12 +167,23 @@ class SearchService:
     def _products_by_popularity(
         self, org_id: str, glob: str, k: int, flt: SearchFilter
     ) -> list[dict[str, Any]]:
-        top = self.analytics.top_products(org_id, limit=max(k * 5, 50))
+        top = self.analytics.top_products(org_id, limit=k, category=flt.category)
         rows = self._rows(glob, [pid for pid, _ in top])
         ranked = [rows[pid] for pid, _ in top if pid in rows]
-        if flt.category:
-            ranked = [r for r in ranked if r["category"].lower() == flt.category.lower()]
-        return [{**r, "score": None} for r in self._with_popularity(org_id, ranked[:k])]
+        return [{**r, "score": None} for r in self._with_popularity(org_id, ranked)]
+
+    def product_categories(self, org_id: str) -> list[str]:
+        """The catalog's categories (the products' ``category`` values), sorted."""
+        glob = self.lake.parquet_glob(org_id, "products")
+        if glob is None:
+            return []
+        with duck.cursor() as con:
+            rows = con.execute(
+                "SELECT DISTINCT category FROM read_parquet(?) WHERE category IS NOT NULL "
+                "ORDER BY 1",
+                [glob],
+            ).fetchall()
+        return [r[0] for r in rows]
 
 
 def _jsonable(row: dict[str, Any]) -> dict[str, Any]:

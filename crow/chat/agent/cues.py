@@ -114,3 +114,21 @@ def names_no_topic(query: str) -> bool:
     for the whole catalog's ranking, not for products about something."""
     words = re.findall(r"[a-z][a-z-]*", query.lower())
     return all(w in _NO_TOPIC for w in words)
+
+
+_CATEGORY_FILLER = frozenset(["and", "category", "equipment", "food", "foods", "gear", "range"])
+
+
+def _stems(text: str) -> set[str]:
+    words = re.findall(r"[a-z]+", text.lower())
+    return {w[:-1] if len(w) > 3 and w.endswith("s") else w for w in words}
+
+
+def category_named(query: str, categories: list[str]) -> str | None:
+    """The one catalog category a product query names and nothing more ("tents", "dairy
+    products", "our best-selling backpack"), or None ("rain jackets", "frozen pizza")."""
+    wanted = _stems(query) - _stems(" ".join(_NO_TOPIC)) - _CATEGORY_FILLER
+    if not wanted:
+        return None
+    named = [c for c in categories if wanted <= _stems(c) - _CATEGORY_FILLER]
+    return named[0] if len(named) == 1 else None

@@ -15,7 +15,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from crow.chat.agent.charts import Chart, products_chart, summary_charts
 from crow.chat.agent.context import ToolContext
-from crow.chat.agent.cues import names_no_topic
+from crow.chat.agent.cues import category_named, names_no_topic
 from crow.chat.agent.sources import Source
 from crow.data.records import Channel as DataChannel
 from crow.data.records import PatternType
@@ -81,7 +81,9 @@ class ProductArgs(_Args):
     query: str = Field("", description="What to look for; empty for overall top products.")
     limit: int = Field(5, ge=1, le=20, description="How many products.")
     sort: Literal["relevance", "popularity"] = Field(
-        "relevance", description="'popularity' ranks by customer interactions (top products)."
+        "relevance",
+        description="'popularity' ranks by customer interactions: for the top, most popular, "
+        "best-selling or most engaged-with products.",
     )
 
 
@@ -186,10 +188,18 @@ def _noted(content: dict[str, Any], **filters: Any) -> dict[str, Any]:
 
 async def search_products(args: ProductArgs, ctx: ToolContext) -> ToolOutput:
     """A query that names no topic ("top products", "our best sellers") ranks the whole
-    catalog by interactions; a topic ("most popular tents") ranks that topic's products."""
+    catalog by interactions; one that names a catalog category ("most popular tents") ranks
+    every product of it; another topic ranks the products most like it."""
     query = "" if names_no_topic(args.query) else args.query
     sort = "popularity" if not query else args.sort
-    hits = await _search(ctx, "products", query, min(args.limit, MAX_ROWS), sort=sort)
+    k = min(args.limit, MAX_ROWS)
+    category = None
+    if query and sort == "popularity":
+        category = category_named(query, await ctx.retriever.product_categories(ctx.org_id))
+    if category is not None:
+        hits = await _search(ctx, "products", "", k, flt=SearchFilter(category=category), sort=sort)
+    else:
+        hits = await _search(ctx, "products", query, k, sort=sort)
     rows = [
         {
             "id": h["id"],
@@ -201,7 +211,8 @@ async def search_products(args: ProductArgs, ctx: ToolContext) -> ToolOutput:
         for h in hits
     ]
     return ToolOutput(
-        {"products": rows, "sorted_by": sort},
+        {"products": rows, "sorted_by": sort}
+        | ({"ranked": f"every {category} product"} if category else {}),
         [Source(type="product", id=h["id"], title=h["title"], detail=h["category"]) for h in hits],
         [products_chart(rows)] if rows and sort == "popularity" else [],
     )

@@ -42,14 +42,39 @@ def test_top_products_overall_equal_the_duckdb_ranking(demo, arguments):
     assert [p["id"] for p in output.content["products"]] == [t[0] for t in truth]
 
 
-def test_top_products_of_a_topic_rank_that_topics_products(demo):
+@pytest.mark.parametrize("query", ["tents", "our most popular backpack", "footwear products"])
+def test_top_products_of_a_category_equal_the_duckdb_ranking_of_that_category(demo, query):
+    """Every product of the category ranked, not the most popular of the 100 most similar
+    (that surfaced a tent among the top backpacks and missed the true top jacket)."""
+    import duckdb
+
     from crow.chat.agent.tools import TOOLS_BY_NAME
 
-    args = {"query": "tents", "sort": "popularity", "limit": 5}
+    args = {"query": query, "sort": "popularity", "limit": 5}
     output = asyncio.run(TOOLS_BY_NAME["search_products"].invoke(args, ctx_for(demo)))
-    counts = [p["interactions"] for p in output.content["products"]]
-    assert counts == sorted(counts, reverse=True)
-    assert all("tent" in (p["title"] + p["category"]).lower() for p in output.content["products"])
+    products = demo.lake.parquet_glob(ORG, "products")
+    interactions = demo.lake.parquet_glob(ORG, "interactions")
+    with duckdb.connect() as con:
+        category, truth = con.execute(
+            "WITH c AS (SELECT DISTINCT category FROM read_parquet(?) "
+            "WHERE contains(lower(?), rtrim(lower(category), 's'))) "
+            "SELECT any_value(p.category), list(p.id ORDER BY n DESC, p.id)[:5] FROM "
+            "(SELECT product_id, count(*) n FROM read_parquet(?) GROUP BY 1) i "
+            "JOIN read_parquet(?) p ON p.id = i.product_id JOIN c USING (category)",
+            [products, query, interactions, products],
+        ).fetchone()
+    assert [p["id"] for p in output.content["products"]] == truth
+    assert output.content["ranked"] == f"every {category} product"
+
+
+def test_a_topic_that_is_no_category_ranks_the_products_most_like_it(demo):
+    from crow.chat.agent.tools import TOOLS_BY_NAME
+
+    args = {"query": "rain jackets", "sort": "popularity", "limit": 5}
+    output = asyncio.run(TOOLS_BY_NAME["search_products"].invoke(args, ctx_for(demo))).content
+    counts = [p["interactions"] for p in output["products"]]
+    assert counts == sorted(counts, reverse=True) and "ranked" not in output
+    assert all("jacket" in (p["title"] + p["category"]).lower() for p in output["products"])
 
 
 def test_a_channel_filter_counts_only_that_channel_and_all_means_none(demo):
@@ -116,3 +141,25 @@ def test_charts_carry_the_tools_own_figures(demo):
     assert (
         asyncio.run(TOOLS_BY_NAME["search_products"].invoke(by_topic, ctx_for(demo))).charts == []
     )
+
+
+@pytest.mark.parametrize(
+    ("query", "category"),
+    [
+        ("tent", "Tents"),
+        ("sleeping bag", "Sleeping Bags"),
+        ("water sports gear", "Water Sports"),
+        ("our best-selling backpacks", "Backpacks"),
+        ("meat", "Meat & Seafood"),
+        ("rain jackets", None),  # a kind of jacket: the products most like it
+        ("kayak", None),
+        ("top products", None),  # no topic: the whole catalog
+        ("sport", None),  # two categories could be meant
+    ],
+)
+def test_a_query_names_a_category_only_when_it_names_one_and_nothing_more(query, category):
+    from crow.chat.agent.cues import category_named
+
+    catalog = ["Sleeping Bags", "Tents", "Backpacks", "Jackets", "Water Sports"]
+    catalog += ["Meat & Seafood", "Team Sports"]
+    assert category_named(query, catalog) == category
