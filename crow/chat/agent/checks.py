@@ -33,6 +33,13 @@ _DATE = re.compile(
 _COUNT_FIGURE = re.compile(r"(?<![\w.,$])(?:\d{1,3}(?:,\d{3})+|\d{2,})\b")
 _COUNT_NOUN = re.compile(r"(?:interactions?|visits?|visitors?|events?)[.,;:!?]*", re.I)
 _INTERACTIONS = re.compile(r"\binteractions?\b", re.I)
+# "Nothing there" said without a lookup: "No product named X found", "not provided in the data".
+_ABSENCE = re.compile(
+    r"\b(?:not found|(?:could|can)(?:n[o']?t| not) find|unable to find|no (?:products?|items?|"
+    r"documents?|patterns?|records?|data|information) (?:named|called|matching|found|available|"
+    r"about|on)|not (?:provided|available|listed|included) in)\b",
+    re.I,
+)
 _BOLD = re.compile(r"\*\*([^*\n]{3,80})\*\*(\s*:)?")
 _WORD = re.compile(r"[a-z][a-z0-9]{2,}")
 _TITLE_WORD = re.compile(r"[A-Z0-9][\w'-]*")
@@ -62,8 +69,8 @@ def answer_problem(text: str, outputs: Outputs, question: str = "") -> str | Non
 def unsourced_answer(text: str, tools: Collection[str]) -> str | None:
     """Why an answer given with no tool run for the question needs one, or None: it states a
     count of interactions (a small model copies an earlier answer's figure into a follow-up
-    about another channel) or talks about a tool instead of calling it ("you can use the
-    search_interactions function")."""
+    about another channel), says the data has nothing ("No product named X found") or talks
+    about a tool instead of calling it ("you can use the search_interactions function")."""
     if named := sorted(name for name in tools if name in text):
         return f"describes {named[0]} instead of calling it"
     plain = _DATE.sub(" ", text.replace("*", ""))
@@ -73,6 +80,8 @@ def unsourced_answer(text: str, tools: Collection[str]) -> str | None:
             return f"states {' '.join([figure.group(0), *after])!r} with no tool behind it"
     if _INTERACTIONS.search(plain) and (number := re.search(r"\d[\d,.]*", plain)):
         return f"states {number.group(0)!r} about interactions with no tool behind it"
+    if absent := _ABSENCE.search(plain):
+        return f"says {absent.group(0)!r} without having looked"
     return None
 
 

@@ -156,6 +156,11 @@ def test_count_cues(message, count):
         ("To find them, you can use the search_interactions function.", True),
         ("The number of interactions on Instagram about rain jackets is 5.", True),
         ("I can count your interactions per channel.", False),
+        ("No product named Sunny Acres Avocados 1kg found.", True),
+        ("The email address is not provided in the given data.", True),
+        ("I couldn't find any information about that.", True),
+        ("You're welcome! Ask me anything about your data.", False),
+        ("I don't know the weather, but I can help with your retail data.", False),
     ],
 )
 def test_an_answer_with_no_tool_behind_it_is_recognised(text: str, sent_back: bool) -> None:
