@@ -11,7 +11,15 @@ from typing import Any
 
 from crow.chat.agent.runner import STILL_INDEXING
 
-RESULT_KEYS = ("total_interactions", "products", "interactions", "patterns", "documents", "error")
+RESULT_KEYS = (
+    "total_interactions",
+    "products",
+    "interactions",
+    "patterns",
+    "closest_sentence",
+    "documents",
+    "error",
+)
 ECHO_STOPS: tuple[str, ...] = tuple(f'{{"{key}"' for key in RESULT_KEYS)
 """Generation stops here: a model writing a tool's result back out is not answering."""
 

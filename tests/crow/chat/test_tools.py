@@ -163,3 +163,15 @@ def test_a_query_names_a_category_only_when_it_names_one_and_nothing_more(query,
     catalog = ["Sleeping Bags", "Tents", "Backpacks", "Jackets", "Water Sports"]
     catalog += ["Meat & Seafood", "Team Sports"]
     assert category_named(query, catalog) == category
+
+
+def test_a_knowledge_base_search_names_the_documents_sentence_closest_to_the_query(demo):
+    """The fact, not only the document: a small model stated the standard shipping time of the
+    shipping policy for a kayak's freight."""
+    from crow.chat.agent.tools import TOOLS_BY_NAME
+
+    args = {"query": "oversized items kayaks bikes paddleboards ship freight in business days"}
+    out = asyncio.run(TOOLS_BY_NAME["search_org_context"].invoke(args, ctx_for(demo))).content
+    assert list(out) == ["closest_sentence", "documents"]
+    assert "freight" in out["closest_sentence"] and "7-10" in out["closest_sentence"]
+    assert any(out["closest_sentence"] in d["text"] for d in out["documents"])
