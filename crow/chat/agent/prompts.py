@@ -22,6 +22,8 @@ def system_prompt(org_name: str) -> str:
         "- Greetings and small talk: answer briefly and naturally, without tools.\n"
         "Answer from the tool results only: state figures exactly as the tools give them, "
         "never invent products, patterns, documents or numbers, and say so when the tools "
-        "found nothing. Be concise and use markdown (lists, tables) where it helps. Do not "
+        "found nothing. Answer in a sentence that says what the figure is, with its unit "
+        "(interactions, hours, days, USD, %). Be concise and use markdown (lists, tables) "
+        "where it helps. Do not "
         "write a sources list yourself; it is added for you."
     )

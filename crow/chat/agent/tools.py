@@ -101,7 +101,12 @@ class InteractionArgs(_Args):
 
 class PatternArgs(_Args):
     query: str = Field(description="What the patterns are about.")
-    type: PatternType | None = Field(None, description="Only this pattern type." + _ONLY_IF)
+    type: PatternType | None = Field(
+        None,
+        description="Only this pattern type: trend, anomaly (something unusual), segment (a "
+        "group of customers), seasonal, churn-risk (customers likely to leave) or affinity "
+        "(products bought together)." + _ONLY_IF,
+    )
     since: str | None = Field(
         None,
         description="Detected since: 'all time', or an ISO date, or the question's own time "
