@@ -71,6 +71,9 @@ def _resolve(expr: str | None, anchor: datetime) -> tuple[datetime | None, datet
     if text == "yesterday":
         today = _start_of_day(anchor)
         return today - timedelta(days=1), today
+    if re.fullmatch(r"(?:in )?\d{4}", text):  # a year names all of it: "2025", "in 2025"
+        year = int(text[-4:])
+        return datetime(year, 1, 1, tzinfo=UTC), datetime(year + 1, 1, 1, tzinfo=UTC)
     if text in {"this month", "month to date"}:
         return anchor.replace(day=1, hour=0, minute=0, second=0, microsecond=0), end
     m = _SPAN.match(text)

@@ -89,6 +89,14 @@ def test_dates_and_ranges():
         datetime(2026, 11, 1, tzinfo=UTC),
         datetime(2026, 11, 11, tzinfo=UTC),
     )
+    assert (
+        resolve("2025", ANCHOR)
+        == resolve("in 2025", ANCHOR)
+        == (
+            datetime(2025, 1, 1, tzinfo=UTC),
+            datetime(2026, 1, 1, tzinfo=UTC),
+        )
+    )
     assert resolve_range(None, None, ANCHOR) == (None, None)
     assert resolve_range("all time", "", ANCHOR) == (None, None)
     with pytest.raises(TimeWordError, match="ISO date"):
