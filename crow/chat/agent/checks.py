@@ -33,6 +33,12 @@ _DATE = re.compile(
 _COUNT_FIGURE = re.compile(r"(?<![\w.,$])(?:\d{1,3}(?:,\d{3})+|\d{2,})\b")
 _COUNT_NOUN = re.compile(r"(?:interactions?|visits?|visitors?|events?)[.,;:!?]*", re.I)
 _INTERACTIONS = re.compile(r"\binteractions?\b", re.I)
+# A lookup announced in prose instead of made: "I'll search the knowledge base for ...".
+_ANNOUNCED = re.compile(
+    r"\b(?:I'?ll|I will|let me|I need to|I'm going to|I am going to) (?:search|look up|check|"
+    r"call|use|query|find|look (?:at|into|for))\b",
+    re.I,
+)
 # "Nothing there" said without a lookup: "No product named X found", "not provided in the data".
 _ABSENCE = re.compile(
     r"\b(?:not found|(?:could|can)(?:n[o']?t| not) find|unable to find|no (?:products?|items?|"
@@ -80,6 +86,8 @@ def unsourced_answer(text: str, tools: Collection[str]) -> str | None:
             return f"states {' '.join([figure.group(0), *after])!r} with no tool behind it"
     if _INTERACTIONS.search(plain) and (number := re.search(r"\d[\d,.]*", plain)):
         return f"states {number.group(0)!r} about interactions with no tool behind it"
+    if announced := _ANNOUNCED.search(plain):
+        return f"says {announced.group(0)!r} but called nothing"
     if absent := _ABSENCE.search(plain):
         return f"says {absent.group(0)!r} without having looked"
     return None

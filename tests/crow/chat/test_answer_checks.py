@@ -160,6 +160,9 @@ def test_count_cues(message, count):
         ("The email address is not provided in the given data.", True),
         ("I couldn't find any information about that.", True),
         ("You're welcome! Ask me anything about your data.", False),
+        ("To find it, I'll search the company's knowledge base. It is open 24/7.", True),
+        ("Let me check the catalog for that.", True),
+        ("I will gladly help: what would you like to know?", False),
         ("I don't know the weather, but I can help with your retail data.", False),
     ],
 )
