@@ -28,12 +28,15 @@ Examples of questions and the tool calls that answer them; X stands for whatever
 question names (take it from the question, never from here), and arguments appear only \
 when the question names them:
 - "which channel has the most traffic?" -> get_interaction_summary {"channel": "all"}
+- "is X bigger on the web or in store?" -> get_interaction_summary {"channel": "all"} (one \
+call gives every channel to compare)
 - "how many visits did the site get?" -> get_interaction_summary {"channel": "web"}
 - "total interactions from Instagram and TikTok last week" -> get_interaction_summary \
 {"channel": "social", "since": "last week"}
 - "store camera traffic over the past 6 months?" -> get_interaction_summary \
 {"channel": "cctv", "since": "past 6 months"} (a time is copied from the question, word for word)
-- "our best-selling X" -> search_products {"query": "X", "sort": "popularity"}
+- "our best-selling X", "the top 3 X" -> search_products {"query": "X", "sort": \
+"popularity"} (with "limit" when the question says how many)
 - "what do people post about X?" -> search_interactions {"query": "X", "channel": "social"}
 - "what did site visitors say about X?" -> search_interactions {"query": "X", "channel": "web"}
 - "how much does X cost?" -> search_products {"query": "X"}; answer with its price
