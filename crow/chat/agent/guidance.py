@@ -35,8 +35,7 @@ call gives every channel to compare)
 {"channel": "social", "since": "last week"}
 - "store camera traffic over the past 6 months?" -> get_interaction_summary \
 {"channel": "cctv", "since": "past 6 months"} (a time is copied from the question, word for word)
-- "our best-selling X", "the top 3 X" -> search_products {"query": "X", "sort": \
-"popularity"} (with "limit" when the question says how many)
+- "our best-selling X" -> search_products {"query": "X", "sort": "popularity"}
 - "what do people post about X?" -> search_interactions {"query": "X", "channel": "social"}
 - "what did site visitors say about X?" -> search_interactions {"query": "X", "channel": "web"}
 - "how much does X cost?" -> search_products {"query": "X"}; answer with its price
