@@ -124,10 +124,13 @@ def _stems(text: str) -> set[str]:
     return {w[:-1] if len(w) > 3 and w.endswith("s") else w for w in words}
 
 
+_NO_TOPIC_STEMS = _stems(" ".join(_NO_TOPIC)) | _CATEGORY_FILLER
+
+
 def category_named(query: str, categories: list[str]) -> str | None:
     """The one catalog category a product query names and nothing more ("tents", "dairy
     products", "our best-selling backpack"), or None ("rain jackets", "frozen pizza")."""
-    wanted = _stems(query) - _stems(" ".join(_NO_TOPIC)) - _CATEGORY_FILLER
+    wanted = _stems(query) - _NO_TOPIC_STEMS
     if not wanted:
         return None
     named = [c for c in categories if wanted <= _stems(c) - _CATEGORY_FILLER]

@@ -4,9 +4,9 @@ The model decides: each step it sees the system prompt, the conversation and the
 and calls tools (run in parallel) or answers. At most ``max_iterations`` steps; past that, or
 when a step fails or only repeats calls, one plain call answers from what was gathered.
 Small models get help they read (``hints``, crow.chat.agent.guidance), never decisions. An
-answer given with no tool run for the question that states a count of interactions (a
-follow-up answered with an earlier figure) or describes a call instead of making it is
-asked again once, a call required (the model picks which, and its arguments). A checked
+answer given with no tool run for the question that claims data with nothing behind it
+(checks.unsourced_answer: a count, "nothing found", a lookup announced or described but not
+made) is asked again once, a call required (the model picks which, and its arguments). A checked
 answer (crow.chat.agent.checks) that fails gets one correction; failing again, the answer is
 composed from the results and says so (``fallback: "composed"``). Text streams as
 ``text_delta`` events; ``text_replaced`` carries a final text that differs from what was
