@@ -24,6 +24,7 @@ TRUTH_FILES = [
     ROOT / "benchmarks" / "truth_blind2.jsonl",
     ROOT / "benchmarks" / "truth_blind3.jsonl",
     ROOT / "benchmarks" / "truth_blind4.jsonl",
+    ROOT / "benchmarks" / "truth_blind5.jsonl",
 ]
 
 
