@@ -28,24 +28,34 @@ _DATE = re.compile(
     rf"|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}|\b\d{{1,2}}:\d\d\b",
     re.I,
 )
-# A count of interactions as an answer states one: "549 interactions", "4,007 web visits"
-# (a figure, then one of these nouns among its next four words).
-_COUNT_FIGURE = re.compile(r"(?<![\w.,$])(?:\d{1,3}(?:,\d{3})+|\d{2,})\b")
-_COUNT_NOUN = re.compile(r"(?:interactions?|visits?|visitors?|events?)[.,;:!?]*", re.I)
 _INTERACTIONS = re.compile(r"\binteractions?\b", re.I)
-# A lookup announced in prose instead of made: "I'll search the knowledge base for ...".
+# A lookup announced or handed to the user instead of made: "I'll search the knowledge base
+# for ...", "you can search the company's knowledge base for that".
 _ANNOUNCED = re.compile(
-    r"\b(?:I'?ll|I will|let me|I need to|I'm going to|I am going to) (?:search|look up|check|"
-    r"call|use|query|find|look (?:at|into|for))\b",
+    r"\b(?:I'?ll|I will|let me|I need to|I'm going to|I am going to|you (?:can|could|may|should)) "
+    r"(?:search|look up|check|call|use|query|find|look (?:at|into|for))\b",
     re.I,
 )
-# "Nothing there" said without a lookup: "No product named X found", "not provided in the data".
+# A call written out as text: `get_org_context {"query": ...}` (a made-up or real tool name).
+_CALL_AS_TEXT = re.compile(r"(?m)^\W{0,3}[a-z]+_[a-z_]*[a-z][ \t]*[({]")
+# "Nothing there" said without a lookup: "No product named X found", "not provided in the data",
+# "No information provided.", "No tools found."
 _ABSENCE = re.compile(
     r"\b(?:not found|(?:could|can)(?:n[o']?t| not) find|unable to find|no (?:products?|items?|"
-    r"documents?|patterns?|records?|data|information) (?:named|called|matching|found|available|"
-    r"about|on)|not (?:provided|available|listed|included) in)\b",
+    r"documents?|patterns?|records?|data|information|results?|tools?) (?:named|called|matching|"
+    r"found|available|about|on|provided|given)|not (?:provided|available|listed|included) in)\b",
     re.I,
 )
+# A fact as an answer states one: a figure with a unit or currency ("$10", "7-10 business
+# days", "20%", "-18 °C", "9 pm"), or a number of two or more digits ("14 stores"). A lone
+# digit ("I can answer 3 kinds of questions") and a list's numbering are not.
+_FACT_FIGURE = re.compile(
+    r"[$€£]\s?\d[\d,.]*|\d\s*(?:%|percent\b|°|degrees?\b|(?:business |working )?(?:days?|hours?|"
+    r"weeks?|months?|years?|minutes?)\b|usd\b|dollars?\b|eur\b|[ap]\.?m\b\.?)"
+    r"|(?<![\w.,])\d[\d,.]*\d(?![\w])",
+    re.I,
+)
+_LIST_NUMBER = re.compile(r"(?m)^[ \t]*\d{1,2}[.)][ \t]")
 _BOLD = re.compile(r"\*\*([^*\n]{3,80})\*\*(\s*:)?")
 _WORD = re.compile(r"[a-z][a-z0-9]{2,}")
 _TITLE_WORD = re.compile(r"[A-Z0-9][\w'-]*")
@@ -74,16 +84,18 @@ def answer_problem(text: str, outputs: Outputs, question: str = "") -> str | Non
 
 def unsourced_answer(text: str, tools: Collection[str]) -> str | None:
     """Why an answer given with no tool run for the question needs one, or None: it states a
-    count of interactions (a small model copies an earlier answer's figure into a follow-up
-    about another channel), says the data has nothing ("No product named X found") or talks
-    about a tool instead of calling it ("you can use the search_interactions function")."""
+    fact (a figure with a unit, a price, a number: a small model answers a knowledge-base
+    question from nothing, or copies an earlier answer's count into a follow-up about
+    another channel), says the data has nothing ("No product named X found"), announces or
+    hands over a lookup it did not make, or writes out or talks about a tool instead of
+    calling it. Small talk states none of these."""
     if named := sorted(name for name in tools if name in text):
         return f"describes {named[0]} instead of calling it"
-    plain = _DATE.sub(" ", text.replace("*", ""))
-    for figure in _COUNT_FIGURE.finditer(plain):
-        after = plain[figure.end() : figure.end() + 80].split()[:4]
-        if any(_COUNT_NOUN.fullmatch(word) for word in after):
-            return f"states {' '.join([figure.group(0), *after])!r} with no tool behind it"
+    if written := _CALL_AS_TEXT.search(text):
+        return f"writes the call {written.group(0).strip()!r} as text instead of making it"
+    plain = _LIST_NUMBER.sub(" ", text.replace("*", ""))
+    if figure := _FACT_FIGURE.search(plain):
+        return f"states {figure.group(0)!r} with no tool behind it"
     if _INTERACTIONS.search(plain) and (number := re.search(r"\d[\d,.]*", plain)):
         return f"states {number.group(0)!r} about interactions with no tool behind it"
     if announced := _ANNOUNCED.search(plain):
