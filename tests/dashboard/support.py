@@ -91,7 +91,7 @@ class QuestionModel:
         if "quarantine" in q:
             return "search_org_context", {"query": "quarantine notice", "limit": 10}
         if "company" in q or "market" in q or "outage" in q:
-            return "search_org_context", {"query": q, "limit": 2}
+            return "search_org_context", {"query": q, "limit": 3}
         return None
 
     @staticmethod

@@ -16,7 +16,7 @@ RESULT_KEYS = (
     "products",
     "interactions",
     "patterns",
-    "closest_sentence",
+    "relevant_sentence",
     "documents",
     "error",
 )

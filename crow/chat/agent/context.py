@@ -19,6 +19,9 @@ class ToolContext:
     embedder: EmbedderFacade
     retriever: RetrieverFacade
     analytics: AnalyticsFacade
+    question: str = ""
+    """The user's question this request answers, if any (a knowledge-base search picks the
+    sentence that answers it: a small model's query is often only the topic)."""
     _vectors: dict[str, asyncio.Task[np.ndarray]] = field(default_factory=dict)
     _anchor: asyncio.Task[datetime | None] | None = None
 

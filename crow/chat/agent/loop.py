@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import time
@@ -116,6 +117,7 @@ class Agent:
 
     async def _answer(self, messages: list[Message], ctx: ToolContext, emit: Emit) -> None:
         started = time.perf_counter()
+        ctx = dataclasses.replace(ctx, question=question_of(messages))
         run = _Run(list(messages), emit)
         if self.guidance is not None:
             run.messages = await self.guidance.apply(run.messages, ctx)

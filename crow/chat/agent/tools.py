@@ -117,7 +117,9 @@ class PatternArgs(_Args):
 
 class OrgContextArgs(_Args):
     query: str = Field(description="What to look up in the company's knowledge base.")
-    limit: int = Field(3, ge=1, le=10)
+    # At least 3: a fact is often in a document other than the top one (with limit 1, a
+    # 1.5B read "company size" off a quarterly review and answered a made-up headcount).
+    limit: int = Field(3, ge=3, le=10, description="How many documents (3 to 10).")
 
 
 async def _window(
@@ -284,8 +286,8 @@ async def search_org_context(args: OrgContextArgs, ctx: ToolContext) -> ToolOutp
         for h in hits
     ]
     found: dict[str, Any] = {"documents": rows}
-    if rows and args.query.strip():
-        found = {"closest_sentence": await _closest_sentence(ctx, args.query, rows)} | found
+    if rows and (target := ctx.question.strip() or args.query.strip()):
+        found = {"relevant_sentence": await _closest_sentence(ctx, target, rows)} | found
     return ToolOutput(
         found,
         [
@@ -299,8 +301,10 @@ _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[A-Z0-9])")
 
 
 async def _closest_sentence(ctx: ToolContext, query: str, rows: list[dict[str, Any]]) -> str:
-    """The documents' sentence most like the query (one embedding batch): a small model
-    otherwise often states the wrong fact of the right document ("3-6 days" for freight)."""
+    """The documents' sentence most like the user's question, or the query without one (one
+    embedding batch): a small model otherwise often states the wrong fact of the right
+    document ("3-6 days" for freight), and its query is often only the topic ("return
+    policy" for "how long do I have to return a kayak?")."""
     sentences = [s for r in rows for s in _SENTENCE_END.split(r["text"]) if s.strip()]
     vectors = await ctx.embedder.embed(sentences)
     scores = vectors @ await ctx.embed(query)
