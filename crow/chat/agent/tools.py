@@ -305,10 +305,25 @@ async def _closest_sentence(ctx: ToolContext, query: str, rows: list[dict[str, A
     embedding batch): a small model otherwise often states the wrong fact of the right
     document ("3-6 days" for freight), and its query is often only the topic ("return
     policy" for "how long do I have to return a kayak?")."""
-    sentences = [s for r in rows for s in _SENTENCE_END.split(r["text"]) if s.strip()]
+    sentence, _ = await closest_sentence(ctx, query, [r["text"] for r in rows])
+    return sentence
+
+
+async def closest_sentence(ctx: ToolContext, text: str, bodies: list[str]) -> tuple[str, float]:
+    """The sentence of `bodies` closest to `text`, and its cosine similarity."""
+    sentences = [s for body in bodies for s in _SENTENCE_END.split(body) if s.strip()]
     vectors = await ctx.embedder.embed(sentences)
-    scores = vectors @ await ctx.embed(query)
-    return sentences[int(scores.argmax())]
+    scores = vectors @ await ctx.embed(text)
+    best = int(scores.argmax())
+    return sentences[best], float(scores[best])
+
+
+async def knowledge_base_match(ctx: ToolContext, text: str, k: int = 3) -> float:
+    """How closely a sentence of the org's knowledge base restates `text` (cosine, 0 when
+    it has no documents): read by the guidance, never by a tool."""
+    hits = await _search(ctx, "org_context", text, k)
+    bodies = [h["body"][: _SNIPPET * 2] for h in hits]
+    return (await closest_sentence(ctx, text, bodies))[1] if bodies else 0.0
 
 
 @dataclass(frozen=True)

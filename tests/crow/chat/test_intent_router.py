@@ -197,3 +197,28 @@ def test_follow_up_cues(question, follows):
     from crow.chat.agent.cues import is_follow_up
 
     assert is_follow_up(question) is follows
+
+
+def test_a_question_the_knowledge_base_nearly_restates_gets_the_knowledge_base_hint(demo):
+    """The router's examples know how questions are worded, the org's knowledge base what it
+    holds: a question one of its sentences nearly restates is hinted to the knowledge base,
+    whatever the router voted ("How many local farms do we buy from?" read as a count). A
+    question the knowledge base does not restate keeps the router's reading, and a failing
+    knowledge-base search leaves the hint to the router alone."""
+    from crow.chat.agent.guidance import Guidance
+
+    guidance = Guidance(timeout_s=5)
+    guidance.router = RecordingRouter(Route(("count",), 0.8))
+    # the tests' hash embedder matches words: a question in the words of the return policy
+    restated = "Must bikes, kayaks and paddleboards be returned unused within 30 days?"
+    hint = asyncio.run(guidance.hint(restated, ctx_for(demo)))
+    assert "search_org_context" in hint and "get_interaction_summary" not in hint
+    hint = asyncio.run(guidance.hint("How many web interactions last week?", ctx_for(demo)))
+    assert "get_interaction_summary" in hint and "search_org_context" not in hint
+
+    class Broken:
+        async def search(self, *args, **kwargs):
+            raise RuntimeError("index is being built")
+
+    hint = asyncio.run(guidance.hint(restated, ctx_for(demo, retriever=Broken())))
+    assert "get_interaction_summary" in hint and "search_org_context" not in hint
