@@ -189,7 +189,7 @@ def test_a2a_sdk_client_sends_a_message_and_gets_a_completed_task(served, demo):
             got = await client.get_task(GetTaskRequest(id=task.id))
         return events, MessageToDict(got)
 
-    model.add(AssistantTurn(text="Still 3000."))
+    model.add(AssistantTurn(text="Still the same total."))
     again, got = asyncio.run(same_context_then_get_task())
     assert again[0].task.context_id == task.context_id
     assert store.list_sessions(A)[1] == 1  # the same context continues the same chat session
