@@ -22,6 +22,10 @@ QNA_PROMPT = (
 )
 
 
+QNA_DOCUMENT_CHARS = 800
+"""Of each document, what a Q&A answer reads: its prompt holds the documents alone."""
+
+
 async def answer_from_kb(
     model: ChatModel,
     ctx: ToolContext,
@@ -33,7 +37,9 @@ async def answer_from_kb(
     params: ModelParams | None = None,
 ) -> AgentAnswer:
     started = time.perf_counter()
-    found = await search_org_context(OrgContextArgs(query=question, limit=top_k), ctx)
+    found = await search_org_context(
+        OrgContextArgs(query=question, limit=top_k), ctx, chars=QNA_DOCUMENT_CHARS
+    )
     tools_s = time.perf_counter() - started
     docs = "\n\n".join(
         f"## {d['title']} ({d['type']})\n{d['text']}" for d in found.content["documents"]

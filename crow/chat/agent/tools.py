@@ -274,20 +274,26 @@ async def search_patterns(args: PatternArgs, ctx: ToolContext) -> ToolOutput:
     )
 
 
-async def search_org_context(args: OrgContextArgs, ctx: ToolContext) -> ToolOutput:
+async def search_org_context(
+    args: OrgContextArgs, ctx: ToolContext, *, chars: int = _SNIPPET
+) -> ToolOutput:
+    """The documents the query finds (the first `chars` of each: the agent reads at least
+    three, each token read costs a small model time) led by the sentence of their whole
+    text that answers the question."""
     hits = await _search(ctx, "org_context", args.query, args.limit)
     rows = [
         {
             "id": h["id"],
             "title": h["title"],
             "type": h["context_type"],
-            "text": h["body"][: _SNIPPET * 2],
+            "text": h["body"][:chars],
         }
         for h in hits
     ]
     found: dict[str, Any] = {"documents": rows}
     if rows and (target := ctx.question.strip() or args.query.strip()):
-        found = {"relevant_sentence": await _closest_sentence(ctx, target, rows)} | found
+        sentence, _ = await closest_sentence(ctx, target, [h["body"] for h in hits])
+        found = {"relevant_sentence": sentence} | found
     return ToolOutput(
         found,
         [
@@ -300,17 +306,11 @@ async def search_org_context(args: OrgContextArgs, ctx: ToolContext) -> ToolOutp
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[A-Z0-9])")
 
 
-async def _closest_sentence(ctx: ToolContext, query: str, rows: list[dict[str, Any]]) -> str:
-    """The documents' sentence most like the user's question, or the query without one (one
-    embedding batch): a small model otherwise often states the wrong fact of the right
-    document ("3-6 days" for freight), and its query is often only the topic ("return
-    policy" for "how long do I have to return a kayak?")."""
-    sentence, _ = await closest_sentence(ctx, query, [r["text"] for r in rows])
-    return sentence
-
-
 async def closest_sentence(ctx: ToolContext, text: str, bodies: list[str]) -> tuple[str, float]:
-    """The sentence of `bodies` closest to `text`, and its cosine similarity."""
+    """The sentence of `bodies` closest to `text`, and its cosine similarity (one embedding
+    batch). The user's question, not only a small model's topic query ("return policy" for
+    "how long do I have to return a kayak?"): it otherwise often states the wrong fact of
+    the right document ("3-6 days" for freight)."""
     sentences = [s for body in bodies for s in _SENTENCE_END.split(body) if s.strip()]
     vectors = await ctx.embedder.embed(sentences)
     scores = vectors @ await ctx.embed(text)
