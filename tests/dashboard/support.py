@@ -89,7 +89,7 @@ class QuestionModel:
         if "pattern" in q or "trend" in q:
             return "search_patterns", {"query": q, "limit": 3}
         if "quarantine" in q:
-            return "search_org_context", {"query": "quarantine notice", "limit": 10}
+            return "search_org_context", {"query": "quarantine notice", "limit": 5}
         if "company" in q or "market" in q or "outage" in q:
             return "search_org_context", {"query": q, "limit": 3}
         return None
