@@ -32,8 +32,9 @@ _INTERACTIONS = re.compile(r"\binteractions?\b", re.I)
 # A lookup announced or handed to the user instead of made: "I'll search the knowledge base
 # for ...", "you can search the company's knowledge base for that".
 _ANNOUNCED = re.compile(
-    r"\b(?:I'?ll|I will|let me|I need to|I'm going to|I am going to|you (?:can|could|may|should)) "
-    r"(?:search|look up|check|call|use|query|find|look (?:at|into|for))\b",
+    r"\b(?:(?:I'?ll|I will|let me|I need to|I'm going to|I am going to) (?:search|look up|check|"
+    r"call|use|query|find|look (?:at|into|for))|you (?:can|could|may|should) (?:search|look up|"
+    r"query) (?:the|our|in)\b)",
     re.I,
 )
 # A call written out as text: `get_org_context {"query": ...}` (a made-up or real tool name).

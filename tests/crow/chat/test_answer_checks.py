@@ -162,6 +162,7 @@ def test_count_cues(message, count):
         ("No tools found.", True),
         ('get_org_context {"query": "custom cake notice"}', True),
         ("For that, you can search the company's knowledge base.", True),
+        ("You can use me to explore your data, or search your products with me.", False),
         ("I can help with:\n1. Interaction counts\n2. Products\n3. Patterns", False),
         ("Good morning! I can answer 5 kinds of questions about your data.", False),
         ("Hi there! I'm CROW, your retail analytics assistant. How can I help?", False),
