@@ -19,7 +19,7 @@ import numpy as np
 from crow.chat.agent.context import ToolContext
 from crow.chat.agent.cues import is_follow_up
 from crow.chat.agent.intent import IntentRouter, Route
-from crow.chat.agent.tools import knowledge_base_match
+from crow.chat.agent.passages import knowledge_base_match
 from models.messages import Message
 
 log = logging.getLogger(__name__)

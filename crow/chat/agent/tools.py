@@ -7,7 +7,6 @@ Source, the only things the answer may footnote.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -17,6 +16,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from crow.chat.agent.charts import Chart, products_chart, summary_charts
 from crow.chat.agent.context import ToolContext
 from crow.chat.agent.cues import category_named, names_no_topic
+from crow.chat.agent.passages import closest_sentence
 from crow.chat.agent.sources import Source
 from crow.data.records import Channel as DataChannel
 from crow.data.records import PatternType
@@ -302,29 +302,6 @@ async def search_org_context(
             for h in hits
         ],
     )
-
-
-_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[A-Z0-9])")
-
-
-async def closest_sentence(ctx: ToolContext, text: str, bodies: list[str]) -> tuple[str, float]:
-    """The sentence of `bodies` closest to `text`, and its cosine similarity (one embedding
-    batch). The user's question, not only a small model's topic query ("return policy" for
-    "how long do I have to return a kayak?"): it otherwise often states the wrong fact of
-    the right document ("3-6 days" for freight)."""
-    sentences = [s for body in bodies for s in _SENTENCE_END.split(body) if s.strip()]
-    vectors = await ctx.embedder.embed(sentences)
-    scores = vectors @ await ctx.embed(text)
-    best = int(scores.argmax())
-    return sentences[best], float(scores[best])
-
-
-async def knowledge_base_match(ctx: ToolContext, text: str, k: int = 3) -> float:
-    """How closely a sentence of the org's knowledge base restates `text` (cosine, 0 when
-    it has no documents): read by the guidance, never by a tool."""
-    hits = await _search(ctx, "org_context", text, k)
-    bodies = [h["body"][: _SNIPPET * 2] for h in hits]
-    return (await closest_sentence(ctx, text, bodies))[1] if bodies else 0.0
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,31 @@
+"""The knowledge base's sentences: the one that answers a question, and how closely the
+org's knowledge base restates a question (read by the knowledge-base tool and the guidance)."""
+
+from __future__ import annotations
+
+import re
+
+from crow.chat.agent.context import ToolContext
+
+MATCH_CHARS = 800  # of each document, what the guidance's match reads (KB_MATCH was calibrated so)
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[A-Z0-9])")
+
+
+async def closest_sentence(ctx: ToolContext, text: str, bodies: list[str]) -> tuple[str, float]:
+    """The sentence of `bodies` closest to `text`, and its cosine similarity (one embedding
+    batch). The user's question, not only a small model's topic query ("return policy" for
+    "how long do I have to return a kayak?"): it otherwise often states the wrong fact of
+    the right document ("3-6 days" for freight)."""
+    sentences = [s for body in bodies for s in _SENTENCE_END.split(body) if s.strip()]
+    vectors = await ctx.embedder.embed(sentences)
+    scores = vectors @ await ctx.embed(text)
+    best = int(scores.argmax())
+    return sentences[best], float(scores[best])
+
+
+async def knowledge_base_match(ctx: ToolContext, text: str, k: int = 3) -> float:
+    """How closely a sentence of the org's knowledge base restates `text` (cosine, 0 when
+    it has no documents): read by the guidance, never by a tool."""
+    hits = await ctx.retriever.search(ctx.org_id, "org_context", await ctx.embed(text), k=k)
+    bodies = [h["body"][:MATCH_CHARS] for h in hits]
+    return (await closest_sentence(ctx, text, bodies))[1] if bodies else 0.0
