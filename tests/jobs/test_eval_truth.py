@@ -25,6 +25,7 @@ TRUTH_FILES = [
     ROOT / "benchmarks" / "truth_blind3.jsonl",
     ROOT / "benchmarks" / "truth_blind4.jsonl",
     ROOT / "benchmarks" / "truth_blind5.jsonl",
+    ROOT / "benchmarks" / "truth_blind6.jsonl",
 ]
 
 
