@@ -26,6 +26,7 @@ TRUTH_FILES = [
     ROOT / "benchmarks" / "truth_blind4.jsonl",
     ROOT / "benchmarks" / "truth_blind5.jsonl",
     ROOT / "benchmarks" / "truth_blind6.jsonl",
+    ROOT / "benchmarks" / "truth_blind7.jsonl",
 ]
 
 
