@@ -169,7 +169,8 @@ def _allowed(summaries: list[dict[str, Any]]) -> set[int]:
     out: set[int] = set()
     for summary in summaries:
         out.add(int(summary.get("total_interactions") or 0))
-        out.update(int(n) for n in (summary.get("by_channel") or {}).values())
+        for key in ("by_channel", "every_channel_same_period"):
+            out.update(int(n) for n in (summary.get(key) or {}).values())
     return {n for n in out if n}
 
 

@@ -56,8 +56,8 @@ _ONLY_IF = " Leave it out unless the question names one."
 Since = Annotated[
     str | None,
     Field(
-        description="Start: 'all time', or an ISO date, or the question's own time words "
-        "('last week', 'past 3 months') if it names a time."
+        description="Start: 'all time', or an ISO date, or the question's own time words as "
+        "written ('past three weeks', 'last 30 days') if it names a time."
     ),
 ]
 Until = Annotated[
@@ -142,18 +142,26 @@ def _day(value: Any) -> str | None:
 
 
 async def get_interaction_summary(args: SummaryArgs, ctx: ToolContext) -> ToolOutput:
+    """With a channel, also every channel's count over the same period: "are cameras or
+    social bigger?" is often called with one of the two, and the model then compared
+    nothing (it answered with the one channel's count)."""
     since, until = await _window(ctx, args.since, args.until)
     s = await ctx.analytics.interaction_summary(
         ctx.org_id, channel=args.channel, since=since, until=until
     )
+    every = s
+    if args.channel:
+        every = await ctx.analytics.interaction_summary(ctx.org_id, since=since, until=until)
+    # busiest first, and named: a small model does not compare figures reliably
+    ranked = dict(sorted(every["by_channel"].items(), key=lambda kv: -kv[1]))
     content: dict[str, Any] = {"total_interactions": s["total"]}
     if args.channel:
         content |= {"channel": args.channel, "by_channel": {args.channel: s["total"]}}
-    else:  # busiest first, and named: a small model does not compare figures reliably
-        ranked = sorted(s["by_channel"].items(), key=lambda kv: -kv[1])
-        content["by_channel"] = dict(ranked)
-        if ranked[0][1]:
-            content |= {"busiest_channel": ranked[0][0], "quietest_channel": ranked[-1][0]}
+        content["every_channel_same_period"] = ranked
+    else:
+        content["by_channel"] = ranked
+    if every["total"]:
+        content |= {"busiest_channel": next(iter(ranked)), "quietest_channel": [*ranked][-1]}
     if s["first_at"]:
         content["period"] = f"{_day(s['first_at'])} to {_day(s['last_at'])}"
     content["in_words"] = _summary_in_words(content)
@@ -166,9 +174,14 @@ def _summary_in_words(c: dict[str, Any]) -> str:
     scope = f" on the {c['channel']} channel" if c.get("channel") else ""
     period = f" from {c['period']}" if c.get("period") else ""
     text = f"{c['total_interactions']:,} interactions{scope}{period}"
-    if not c.get("channel") and c.get("busiest_channel"):
-        parts = ", ".join(f"{n:,} {ch}" for ch, n in c["by_channel"].items())
-        text += f": {parts}; busiest {c['busiest_channel']}, quietest {c['quietest_channel']}"
+    counts = c.get("every_channel_same_period") or c["by_channel"]
+    parts = ", ".join(f"{n:,} {ch}" for ch, n in counts.items())
+    if c.get("channel") and c.get("busiest_channel"):
+        text += f". Every channel in the same period, for comparison: {parts}"
+    elif c.get("busiest_channel"):
+        text += f": {parts}"
+    if c.get("busiest_channel"):
+        text += f"; busiest {c['busiest_channel']}, quietest {c['quietest_channel']}"
     return text + "."
 
 

@@ -59,6 +59,19 @@ def test_a_wrong_count_gets_one_correction_round(demo):
     assert answer.content == "There are 3,000 interactions." and answer.fallback is None
 
 
+def test_a_comparison_with_the_channels_beside_a_channels_count_passes(demo):
+    """A summary called for one channel also returns every channel's count over the period;
+    an answer comparing two of them states figures the tool returned."""
+    by = demo.analytics.interaction_summary("acme-outdoor")["by_channel"]
+    text = f"Social ({by['social']:,}) is ahead of the store cameras ({by['cctv']:,})."
+    model = ScriptedChatModel(
+        [call("get_interaction_summary", channel="cctv"), AssistantTurn(text=text)]
+    )
+    answer = run(Agent(model), ctx_for(demo), "Which is bigger, the cameras or social?")
+    model.assert_complete()
+    assert answer.fallback is None and answer.content == text
+
+
 @pytest.mark.parametrize(
     "text",
     [

@@ -77,29 +77,31 @@ def test_a_topic_that_is_no_category_ranks_the_products_most_like_it(demo):
     assert all("jacket" in (p["title"] + p["category"]).lower() for p in output["products"])
 
 
-def test_a_channel_filter_counts_only_that_channel_and_all_means_none(demo):
-    """No zero counts for the channels filtered out (a small model read them as "web is the
-    busiest"), the busiest and quietest channel named (it does not compare figures reliably);
-    'all' is a value a small model can write instead of inventing a channel."""
+def test_a_channel_filter_counts_that_channel_beside_every_channel_and_all_means_none(demo):
+    """A channel's count leads, with every channel's count over the same period beside it
+    ("are cameras or social bigger?" is often called with one of the two), the busiest and
+    quietest channel named (a small model does not compare figures reliably); 'all' is a
+    value a small model can write instead of inventing a channel."""
     from crow.chat.agent.tools import TOOLS_BY_NAME
 
     summary = TOOLS_BY_NAME["get_interaction_summary"]
-    web = asyncio.run(summary.invoke({"channel": "web"}, ctx_for(demo))).content
-    every = asyncio.run(summary.invoke({"channel": "all", "since": "all time"}, ctx_for(demo)))
+    window = {"since": "last 30 days"}
+    web = asyncio.run(summary.invoke({"channel": "web", **window}, ctx_for(demo))).content
+    every = asyncio.run(summary.invoke({"channel": "all", **window}, ctx_for(demo))).content
     assert web["by_channel"] == {"web": web["total_interactions"]}
-    counts = every.content["by_channel"]
+    counts = every["by_channel"]
     assert set(counts) == {"web", "cctv", "social"} and list(counts.values()) == sorted(
         counts.values(), reverse=True
     )
-    assert every.content["busiest_channel"] == max(counts, key=counts.get)
-    assert every.content["quietest_channel"] == min(counts, key=counts.get)
-    assert f"busiest {every.content['busiest_channel']}" in every.content["in_words"]
-    assert "busiest_channel" not in web
-    assert (
-        every.content["total_interactions"]
-        == sum(every.content["by_channel"].values())
-        > web["total_interactions"]
-    )
+    assert web["every_channel_same_period"] == counts and "every_channel_same_period" not in every
+    assert web["total_interactions"] == counts["web"] < every["total_interactions"]
+    assert every["total_interactions"] == sum(counts.values())
+    for result in (web, every):
+        assert result["busiest_channel"] == max(counts, key=counts.get)
+        assert result["quietest_channel"] == min(counts, key=counts.get)
+        assert f"busiest {result['busiest_channel']}" in result["in_words"]
+    assert web["in_words"].startswith(f"{counts['web']:,} interactions on the web channel")
+    assert f"{counts['cctv']:,} cctv" in web["in_words"]
 
 
 def test_an_empty_result_under_filters_says_what_to_try(demo):
