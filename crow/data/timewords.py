@@ -9,14 +9,21 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
-_UNITS = {"hour": 1 / 24, "day": 1, "week": 7, "month": 30, "quarter": 91, "year": 365}
+_UNITS = {"hour": 1 / 24, "day": 1, "week": 7, "fortnight": 14, "month": 30, "quarter": 91,
+          "year": 365, "wk": 7, "mo": 30, "yr": 365}  # fmt: skip
 # The spaces after "last" and after the number are one run each: `\s+(?P<n>...)?\s*` let both
-# share a long run, quadratic in its length.
+# share a long run, quadratic in its length. A number in words needs its space ("two weeks").
 _SPAN = re.compile(
-    r"^(?:(?:in )?(?:the )?(?:last|past|previous|recent)\s+)?(?:(?P<n>\d+|a|an|one|two|three|few)\s*)?"
-    r"(?P<unit>hour|day|week|month|quarter|year)s?(?: ago)?$"
+    r"^(?:(?:over|in|during|within|for|since|from) )?(?:(?:the|this|these) )?"
+    r"(?:(?:last|past|previous|recent)\s+)?(?:(?P<n>\d+)\s*|(?P<w>(?:a )?[a-z]+(?: of)?)\s+)?"
+    r"(?P<unit>hour|day|week|fortnight|month|quarter|year|wk|mo|yr)s?(?: ago)?$"
 )
-_WORDS_N = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "few": 3, None: 1}
+_NUMBER_WORDS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
+                 "ten", "eleven", "twelve")  # fmt: skip
+_WORDS_N: dict[str, int] = {w: n for n, w in enumerate(_NUMBER_WORDS, start=1)} | {
+    "a": 1, "an": 1, "few": 3, "couple of": 2, "a couple of": 2, "fourteen": 14,
+    "fifteen": 15, "twenty": 20, "thirty": 30, "sixty": 60, "ninety": 90,
+}  # fmt: skip
 _RECENT = {"recent", "recently", "lately", "latest", "new", "newest", "this week"}
 _ALL = {"", "all", "all time", "ever", "any", "anytime", "none", "null"}
 
@@ -74,11 +81,13 @@ def _resolve(expr: str | None, anchor: datetime) -> tuple[datetime | None, datet
     if re.fullmatch(r"(?:in )?\d{4}", text):  # a year names all of it: "2025", "in 2025"
         year = int(text[-4:])
         return datetime(year, 1, 1, tzinfo=UTC), datetime(year + 1, 1, 1, tzinfo=UTC)
+    if text in {"this year", "year to date", "ytd"}:
+        return datetime(anchor.year, 1, 1, tzinfo=UTC), end
     if text in {"this month", "month to date"}:
         return anchor.replace(day=1, hour=0, minute=0, second=0, microsecond=0), end
-    m = _SPAN.match(text)
-    if m:
-        n = int(m["n"]) if (m["n"] or "").isdigit() else _WORDS_N[m["n"]]
+    m = _SPAN.match(" ".join(text.split()))
+    if m and (m["n"] or (m["w"] or "one") in _WORDS_N):
+        n = int(m["n"]) if m["n"] else _WORDS_N[m["w"] or "one"]
         return anchor - timedelta(days=n * _UNITS[m["unit"]]), end
     raise TimeWordError(
         f"could not understand the time {_cut(expr)!r}: use an ISO date such as 2026-11-01, "

@@ -72,12 +72,26 @@ def test_popularity(analytics):
         ("last month", 30),
         ("in the last 24 hours", 1),
         ("Last Quarter", 91),
+        ("past three weeks", 21),
+        ("over the past two weeks", 14),
+        ("this past week", 7),
+        ("since last month", 30),
+        ("the last ten days", 10),
+        ("a couple of weeks", 14),
+        ("past fortnight", 14),
+        ("last 3 wks", 21),
     ],
 )
 def test_relative_words_resolve_against_the_anchor(expr, days):
     start, end = resolve(expr, ANCHOR)
     assert ANCHOR - start == timedelta(days=days)
     assert end > ANCHOR
+
+
+def test_words_that_name_no_number_are_refused_and_this_year_is_the_calendar_year():
+    with pytest.raises(TimeWordError):
+        resolve("past bogus weeks", ANCHOR)
+    assert resolve("this year", ANCHOR)[0] == datetime(ANCHOR.year, 1, 1, tzinfo=UTC)
 
 
 def test_dates_and_ranges():
