@@ -50,14 +50,18 @@ _NOT_INTERACTIONS = re.compile(
 )
 
 
+_RANKS = re.compile(r"\b(top|most|least|best|worst|rank\w*|popular)\b", re.I)
+
+
 def is_count_question(message: str) -> bool:
-    """A question asking for a number of interactions (not of products, stores, ...)."""
+    """A question asking for a number of interactions (not of products, stores, ...): also
+    "how many interactions did tents get", but not "top 4 products by number of
+    interactions", which ranks products."""
     if not _COUNT.search(message):
         return False
-    return (
-        not _NOT_INTERACTIONS.search(message)
-        or re.search(r"\binteractions?\b", message, re.I) is not None
-    )
+    if not _NOT_INTERACTIONS.search(message):
+        return True
+    return re.search(r"\binteractions?\b", message, re.I) is not None and not _RANKS.search(message)
 
 
 _NO_TOPIC = frozenset(

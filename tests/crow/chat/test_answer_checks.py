@@ -149,6 +149,8 @@ def test_small_talk_cues(message, small_talk):
         ("How many products do we sell?", False),
         ("Show me recent complaints", False),
         ("How many interactions mention jackets?", True),
+        ("How many interactions did our products get on the web?", True),
+        ("top 4 products across the catalog by number of interactions?", False),
     ],
 )
 def test_count_cues(message, count):

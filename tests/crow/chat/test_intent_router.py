@@ -6,10 +6,11 @@ from __future__ import annotations
 import asyncio
 import json
 
+import numpy as np
 import pytest
 
 from crow.chat.agent.guidance import EXAMPLES
-from crow.chat.agent.intent import IntentRouter, Route, refine, split_clauses
+from crow.chat.agent.intent import IntentRouter, Route, fit_softmax, refine, split_clauses
 from crow.chat.agent.loop import Agent, AgentConfig
 from crow.services import ThreadProxy
 from models.messages import AssistantTurn
@@ -68,6 +69,31 @@ def test_router_picks_the_regression_sets_tools_with_the_real_embedder():
     assert len(questions) >= 30 and sum(right) / len(right) >= 0.9, misses
     greetings = [r for r, q in zip(routes, questions, strict=True) if q["kind"] == "greeting"]
     assert all(r.small_talk for r in greetings)
+
+
+def test_the_regression_reaches_scikit_learns_optimum():
+    """The router's softmax regression, fitted in numpy, is scikit-learn's logistic
+    regression (same objective and C): the same penalized loss at the optimum."""
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(0)
+    centers = rng.normal(size=(4, 16))
+    y = rng.integers(0, 4, size=120)
+    x = centers[y] + rng.normal(scale=1.5, size=(120, 16))
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    c = 4.0
+
+    def loss(w: np.ndarray, b: np.ndarray) -> float:
+        logits = x @ w + b
+        logits -= logits.max(axis=1, keepdims=True)
+        log_p = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+        return float(-c * log_p[np.arange(len(y)), y].sum() + 0.5 * (w**2).sum())
+
+    ours = fit_softmax(x, y, 4, c, steps=600)
+    ref = LogisticRegression(C=c, max_iter=5000, tol=1e-10).fit(x, y)
+    theirs = loss(ref.coef_.T, ref.intercept_)
+    assert loss(ours[:-1], ours[-1]) <= theirs * 1.001 + 1e-6
+    assert (np.argmax(np.hstack([x, np.ones((120, 1))]) @ ours, axis=1) == ref.predict(x)).all()
 
 
 class FixedRouter(IntentRouter):
