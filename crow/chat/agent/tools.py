@@ -112,7 +112,9 @@ class PatternArgs(_Args):
         description="Detected since: 'all time', or an ISO date, or the question's own time "
         "words ('last week', 'past 3 months') if it names a time.",
     )
-    limit: int = Field(5, ge=1, le=20)
+    # At least 3: "which churn group has the highest confidence?" was asked with limit 1 and
+    # answered from the one pattern read. At most 9: a constrained "1" cannot grow into "10".
+    limit: int = Field(5, ge=3, le=9, description="How many patterns (3 to 9).")
 
 
 class OrgContextArgs(_Args):
@@ -210,14 +212,15 @@ def _noted(content: dict[str, Any], **filters: Any) -> dict[str, Any]:
 
 async def search_products(args: ProductArgs, ctx: ToolContext) -> ToolOutput:
     """A query that names no topic ("top products", "our best sellers") ranks the whole
-    catalog by interactions; one that names a catalog category ("most popular tents") ranks
+    catalog by interactions; one that names a catalog category ("tents", "most popular tents") ranks
     every product of it; another topic ranks the products most like it."""
     query = "" if names_no_topic(args.query) else args.query
-    sort = "popularity" if not query else args.sort
     k = min(args.limit, MAX_ROWS)
     category = None
-    if query and sort == "popularity":
+    if query:
         category = category_named(query, await ctx.retriever.product_categories(ctx.org_id))
+    # every product of a category is as relevant to its name: they come most engaged-with first
+    sort = "popularity" if not query or category else args.sort
     if category is not None:
         hits = await _search(ctx, "products", "", k, flt=SearchFilter(category=category), sort=sort)
     else:
@@ -232,11 +235,26 @@ async def search_products(args: ProductArgs, ctx: ToolContext) -> ToolOutput:
         }
         for h in hits
     ]
+    content: dict[str, Any] = {"products": rows, "sorted_by": sort}
+    if category:
+        content["ranked"] = f"every {category} product"
+    if rows:
+        content["in_words"] = _products_in_words(rows, sort)
     return ToolOutput(
-        {"products": rows, "sorted_by": sort}
-        | ({"ranked": f"every {category} product"} if category else {}),
+        content,
         [Source(type="product", id=h["id"], title=h["title"], detail=h["category"]) for h in hits],
         [products_chart(rows)] if rows and sort == "popularity" else [],
+    )
+
+
+def _products_in_words(rows: list[dict[str, Any]], sort: str) -> str:
+    """The products as numbered text with their figures (a 1.5B reading JSON rows skipped
+    the second of a ranking and answered a price question with the interactions)."""
+    lead = "Ranked by customer interactions, most first: " if sort == "popularity" else ""
+    return lead + "; ".join(
+        f"{i}. {p['title']} ({p['category']}): price {p['price']:,.2f}, "
+        f"{p['interactions']:,} interactions"
+        for i, p in enumerate(rows, start=1)
     )
 
 

@@ -42,15 +42,25 @@ def test_top_products_overall_equal_the_duckdb_ranking(demo, arguments):
     assert [p["id"] for p in output.content["products"]] == [t[0] for t in truth]
 
 
-@pytest.mark.parametrize("query", ["tents", "our most popular backpack", "footwear products"])
-def test_top_products_of_a_category_equal_the_duckdb_ranking_of_that_category(demo, query):
+@pytest.mark.parametrize(
+    ("query", "sort"),
+    [
+        ("tents", "popularity"),
+        ("our most popular backpack", "popularity"),
+        ("footwear products", "popularity"),
+        ("footwear", "relevance"),
+    ],
+)
+def test_top_products_of_a_category_equal_the_duckdb_ranking_of_that_category(demo, query, sort):
     """Every product of the category ranked, not the most popular of the 100 most similar
-    (that surfaced a tent among the top backpacks and missed the true top jacket)."""
+    (that surfaced a tent among the top backpacks and missed the true top jacket); a query
+    that is only a category's name ranks it whatever the sort (its products are equally
+    relevant to it: "top 2 sellers of the meat counter" came without a sort)."""
     import duckdb
 
     from crow.chat.agent.tools import TOOLS_BY_NAME
 
-    args = {"query": query, "sort": "popularity", "limit": 5}
+    args = {"query": query, "sort": sort, "limit": 5}
     output = asyncio.run(TOOLS_BY_NAME["search_products"].invoke(args, ctx_for(demo)))
     products = demo.lake.parquet_glob(ORG, "products")
     interactions = demo.lake.parquet_glob(ORG, "interactions")
@@ -65,6 +75,14 @@ def test_top_products_of_a_category_equal_the_duckdb_ranking_of_that_category(de
         ).fetchone()
     assert [p["id"] for p in output.content["products"]] == truth
     assert output.content["ranked"] == f"every {category} product"
+    first, second = output.content["products"][:2]
+    assert (
+        output.content["in_words"].startswith(
+            f"Ranked by customer interactions, most first: 1. {first['title']} ("
+        )
+        and f"; 2. {second['title']} ({second['category']}): price {second['price']:,.2f}, "
+        in (output.content["in_words"])
+    )
 
 
 def test_a_topic_that_is_no_category_ranks_the_products_most_like_it(demo):
@@ -139,7 +157,7 @@ def test_charts_carry_the_tools_own_figures(demo):
     rows = top.content["products"]
     assert chart.labels == [p["title"] for p in rows]
     assert chart.values == [p["interactions"] for p in rows]
-    by_topic = {"query": "tents", "sort": "relevance", "limit": 3}
+    by_topic = {"query": "rain jackets", "sort": "relevance", "limit": 3}
     assert (
         asyncio.run(TOOLS_BY_NAME["search_products"].invoke(by_topic, ctx_for(demo))).charts == []
     )
