@@ -20,7 +20,7 @@ from crow.chat.agent.context import ToolContext
 from crow.chat.agent.cues import is_follow_up
 from crow.chat.agent.intent import IntentRouter, Route
 from crow.chat.agent.passages import knowledge_base_match
-from models.messages import Message
+from models.messages import Message, ToolSpec
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +64,29 @@ KB_HINT = (
     "likely tools: search_org_context (the company's knowledge base has a passage that "
     "matches this question)."
 )
+
+
+NOT_OFFERED: dict[str, tuple[str, ...]] = {"search_patterns": ("type",)}
+"""Arguments the small model is not offered. A pattern's type is part of the text its search
+embeds, so "churn risk" in the query finds churn risks; as a filter, the 1.5B set a wrong
+type on 3 of 5 pattern questions (`seasonal` for long checkout queues, `segment` for churn
+risk) and read only patterns that could not answer."""
+
+
+def offered(specs: Sequence[ToolSpec]) -> list[ToolSpec]:
+    """The tools as the small model sees them: without the arguments of NOT_OFFERED."""
+    out = []
+    for spec in specs:
+        if drop := NOT_OFFERED.get(spec.name):
+            params = dict(spec.parameters)
+            params["properties"] = {
+                k: v for k, v in params.get("properties", {}).items() if k not in drop
+            }
+            if "required" in params:
+                params["required"] = [r for r in params["required"] if r not in drop]
+            spec = spec.model_copy(update={"parameters": params})
+        out.append(spec)
+    return out
 
 
 def question_of(messages: Sequence[Message]) -> str:

@@ -30,7 +30,7 @@ from crow.chat.agent.checks import answer_problem, correction, unsourced_answer
 from crow.chat.agent.compose import ECHO_STOPS, compose
 from crow.chat.agent.context import ToolContext
 from crow.chat.agent.events import Emit, events_of
-from crow.chat.agent.guidance import Guidance, question_of
+from crow.chat.agent.guidance import Guidance, offered, question_of
 from crow.chat.agent.runner import fresh_calls, run_tool
 from crow.chat.agent.sources import Source, select_sources, with_footnotes
 from crow.chat.agent.tools import TOOLS, Tool
@@ -100,8 +100,10 @@ class Agent:
         self.model = model
         self.config = config or AgentConfig()
         self.tools = {t.name: t for t in tools}
-        self.specs = [t.spec for t in tools]
         self.guidance = Guidance(self.config.tool_timeout_s) if self.config.hints else None
+        self.specs = [t.spec for t in tools]
+        if self.guidance is not None:
+            self.specs = offered(self.specs)
 
     async def run(self, messages: list[Message], ctx: ToolContext) -> AgentAnswer:
         answer: AgentAnswer | None = None

@@ -248,3 +248,21 @@ def test_a_question_the_knowledge_base_nearly_restates_gets_the_knowledge_base_h
 
     hint = asyncio.run(guidance.hint(restated, ctx_for(demo, retriever=Broken())))
     assert "get_interaction_summary" in hint and "search_org_context" not in hint
+
+
+def test_the_small_model_is_not_offered_the_pattern_type_filter():
+    """Hints narrow what the small model may write (no pattern type filter: a pattern's type
+    is in the text its search embeds); without hints every argument is offered."""
+    specs = {
+        hints: {
+            s.name: s.parameters["properties"] for s in Agent(None, AgentConfig(hints=hints)).specs
+        }
+        for hints in (True, False)
+    }
+    assert (
+        "type" not in specs[True]["search_patterns"] and "query" in specs[True]["search_patterns"]
+    )
+    assert "type" in specs[False]["search_patterns"]
+    assert {k: v for k, v in specs[True].items() if k != "search_patterns"} == {
+        k: v for k, v in specs[False].items() if k != "search_patterns"
+    }
