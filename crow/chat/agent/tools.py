@@ -6,6 +6,7 @@ Source, the only things the answer may footnote.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -306,13 +307,28 @@ async def search_patterns(args: PatternArgs, ctx: ToolContext) -> ToolOutput:
     )
 
 
+QUESTION_DOCUMENTS = 2  # what the user's question adds to a knowledge-base search, at most
+
+
+async def _no_hits() -> list[dict[str, Any]]:
+    return []
+
+
 async def search_org_context(
     args: OrgContextArgs, ctx: ToolContext, *, chars: int = _SNIPPET
 ) -> ToolOutput:
     """The documents the query finds (the first `chars` of each: the agent reads at least
-    three, each token read costs a small model time) led by the sentence of their whole
-    text that answers the question."""
-    hits = await _search(ctx, "org_context", args.query, args.limit)
+    three, each token read costs a small model time) and the ones the user's question finds
+    (a small model's query is often only a topic, and sometimes another one: "return policy"
+    for a product recall), led by the sentence of their whole text that answers the
+    question."""
+    question = ctx.question.strip()
+    by_query, by_question = await asyncio.gather(
+        _search(ctx, "org_context", args.query, args.limit),
+        _search(ctx, "org_context", question, QUESTION_DOCUMENTS) if question else _no_hits(),
+    )
+    seen = {h["id"] for h in by_query}
+    hits = by_query + [h for h in by_question if h["id"] not in seen]
     rows = [
         {
             "id": h["id"],
@@ -323,7 +339,7 @@ async def search_org_context(
         for h in hits
     ]
     found: dict[str, Any] = {"documents": rows}
-    if rows and (target := ctx.question.strip() or args.query.strip()):
+    if rows and (target := question or args.query.strip()):
         sentence, _ = await closest_sentence(ctx, target, [h["body"] for h in hits])
         found = {"relevant_sentence": sentence} | found
     return ToolOutput(

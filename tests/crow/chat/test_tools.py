@@ -211,3 +211,25 @@ def test_the_knowledge_base_sentence_answers_the_users_question_not_only_the_top
     asked = asyncio.run(tool.invoke(args, ctx_for(demo, question=question))).content
     assert "kayak" not in topic.lower()
     assert "kayaks" in asked["relevant_sentence"] and "30" in asked["relevant_sentence"]
+
+
+def test_a_knowledge_base_search_also_reads_the_documents_the_users_question_finds(demo):
+    """A small model sometimes searches another topic ("return policy" for a product recall):
+    the documents the user's question finds are read too, and the sentence comes from them."""
+    import duckdb
+
+    from crow.chat.agent.tools import TOOLS_BY_NAME
+
+    glob = demo.lake.parquet_glob(ORG, "documents")
+    with duckdb.connect() as con:
+        docs = con.execute("SELECT id, title, body FROM read_parquet(?)", [glob]).fetchall()
+    tool = TOOLS_BY_NAME["search_org_context"]
+    args = {"query": "return policy refund receipt", "limit": 3}
+    alone = asyncio.run(tool.invoke(args, ctx_for(demo))).content
+    found = {d["id"] for d in alone["documents"]}
+    doc_id, _, body = next(d for d in docs if d[0] not in found)
+    question = body.split(". ")[0]  # the tests' hash embedder matches words, not meaning
+    asked = asyncio.run(tool.invoke(args, ctx_for(demo, question=question))).content
+    ids = [d["id"] for d in asked["documents"]]
+    assert ids[:3] == [d["id"] for d in alone["documents"]] and doc_id in ids[3:]
+    assert asked["relevant_sentence"] in body
