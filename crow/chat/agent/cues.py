@@ -45,7 +45,8 @@ _COUNT = re.compile(
     r"\b(how many|number of|count|total|totals|breakdown|how much traffic|tally)\b", re.I
 )
 _NOT_INTERACTIONS = re.compile(
-    r"\b(products?|items?|skus?|patterns?|stores|locations?|employees?|members?|documents?)\b",
+    r"\b(products?|items?|skus?|patterns?|stores|locations?|employees?|members?|documents?|"
+    r"signed up|enrolled|subscribers?)\b",
     re.I,
 )
 

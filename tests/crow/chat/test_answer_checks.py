@@ -151,6 +151,7 @@ def test_small_talk_cues(message, small_talk):
         ("How many interactions mention jackets?", True),
         ("How many interactions did our products get on the web?", True),
         ("top 4 products across the catalog by number of interactions?", False),
+        ("how many people have signed up to the rewards club?", False),
     ],
 )
 def test_count_cues(message, count):
