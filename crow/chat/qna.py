@@ -11,7 +11,8 @@ import time
 from crow.chat.agent.context import ToolContext
 from crow.chat.agent.loop import AgentAnswer
 from crow.chat.agent.sources import select_sources, with_footnotes
-from crow.chat.agent.tools import OrgContextArgs, search_org_context
+from crow.chat.agent.tool_args import OrgContextArgs
+from crow.chat.agent.tools import search_org_context
 from models.chat import ChatModel
 from models.messages import Message, ModelParams
 

@@ -10,17 +10,21 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, Literal
-
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from typing import TYPE_CHECKING, Any
 
 from crow.chat.agent.charts import Chart, products_chart, summary_charts
 from crow.chat.agent.context import ToolContext
 from crow.chat.agent.cues import category_named, names_no_topic
 from crow.chat.agent.passages import closest_sentence
 from crow.chat.agent.sources import Source
-from crow.data.records import Channel as DataChannel
-from crow.data.records import PatternType
+from crow.chat.agent.tool_args import (
+    InteractionArgs,
+    OrgContextArgs,
+    PatternArgs,
+    ProductArgs,
+    SummaryArgs,
+    ToolArgs,
+)
 from crow.data.timewords import resolve_range
 from indexes.filters import SearchFilter
 from models.messages import ToolSpec
@@ -30,11 +34,6 @@ if TYPE_CHECKING:
 
     from crow.retrieval.search import SortOrder
 
-# "all" is a value a small model can write where it would otherwise invent a channel.
-Channel = Annotated[
-    Literal["all", DataChannel] | None,
-    AfterValidator(lambda v: None if v == "all" else v),
-]
 _SNIPPET = 400
 MAX_ROWS = 10  # rows a tool hands the model: more only slows a small model down
 
@@ -47,83 +46,6 @@ class ToolOutput:
 
     def for_model(self) -> str:
         return json.dumps(self.content, ensure_ascii=False, default=str)
-
-
-class _Args(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-
-_ONLY_IF = " Leave it out unless the question names one."
-Since = Annotated[
-    str | None,
-    Field(
-        description="Start: 'all time', or an ISO date, or the question's own time words as "
-        "written ('past three weeks', 'last 30 days') if it names a time."
-    ),
-]
-Until = Annotated[
-    str | None,
-    Field(
-        description="End: 'all time' (up to the latest data), or an ISO date if the "
-        "question names an end."
-    ),
-]
-
-
-class SummaryArgs(_Args):
-    channel: Channel = Field(
-        None,
-        description="'all' (every channel), or only web, cctv or social if the question names one.",
-    )
-    since: Since = None
-    until: Until = None
-
-
-class ProductArgs(_Args):
-    query: str = Field("", description="What to look for; empty for overall top products.")
-    limit: int = Field(5, ge=1, le=20, description="How many products.")
-    sort: Literal["relevance", "popularity"] = Field(
-        "relevance",
-        description="'popularity' ranks by customer interactions: for the top, most popular, "
-        "best-selling or most engaged-with products.",
-    )
-
-
-class InteractionArgs(_Args):
-    query: str = Field(description="What the interactions are about.")
-    channel: Channel = Field(
-        None,
-        description="'all', or web, cctv (store cameras) or social if the question names one.",
-    )
-    since: Since = None
-    until: Until = None
-    limit: int = Field(5, ge=1, le=20)
-
-
-class PatternArgs(_Args):
-    query: str = Field(description="What the patterns are about.")
-    type: PatternType | None = Field(
-        None,
-        description="Only this pattern type: trend, anomaly (something unusual), segment (a "
-        "group of customers), seasonal, churn-risk (customers likely to leave) or affinity "
-        "(products bought together)." + _ONLY_IF,
-    )
-    since: str | None = Field(
-        None,
-        description="Detected since: 'all time', or an ISO date, or the question's own time "
-        "words ('last week', 'past 3 months') if it names a time.",
-    )
-    # At least 3: "which churn group has the highest confidence?" was asked with limit 1 and
-    # answered from the one pattern read. At most 9: a constrained "1" cannot grow into "10".
-    limit: int = Field(5, ge=3, le=9, description="How many patterns (3 to 9).")
-
-
-class OrgContextArgs(_Args):
-    query: str = Field(description="What to look up in the company's knowledge base.")
-    # 3 to 5: a fact is often in a document other than the top one (with limit 1, a 1.5B read
-    # "company size" off a quarterly review and answered a made-up headcount), and a 1.5B
-    # that starts a "1" under a grammar allowing 3-10 finishes it as "10" (ten documents read).
-    limit: int = Field(3, ge=3, le=5, description="How many documents (3 to 5).")
 
 
 async def _window(
@@ -355,7 +277,7 @@ async def search_org_context(
 class Tool:
     name: str
     description: str
-    args: type[_Args]
+    args: type[ToolArgs]
     fn: Callable[[Any, ToolContext], Awaitable[ToolOutput]]
 
     @property
