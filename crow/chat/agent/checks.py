@@ -34,7 +34,9 @@ _INTERACTIONS = re.compile(r"\binteractions?\b", re.I)
 _ANNOUNCED = re.compile(
     r"\b(?:(?:I'?ll|I will|let me|I need to|I'm going to|I am going to) (?:search|look up|check|"
     r"call|use|query|find|look (?:at|into|for))|you (?:can|could|may|should) (?:search|look up|"
-    r"query) (?:the|our|in)\b)",
+    r"query) (?:the|our|in)\b|(?:you|we) (?:should|need to|would need to|must|have to|may want "
+    r"to|can|could) (?:consider|consult|refer to|check|look at|look in|review) (?:the|our|your) "
+    r"(?:company'?s |organi[sz]ation'?s )?(?:knowledge base|records|documents|policies))",
     re.I,
 )
 # A call written out as text: `get_org_context {"query": ...}` (a made-up or real tool name).
@@ -48,10 +50,11 @@ _ABSENCE = re.compile(
     re.I,
 )
 # A fact as an answer states one: a figure with a unit or currency ("$10", "7-10 business
-# days", "20%", "-18 °C", "9 pm"), or a number of two or more digits ("14 stores"). A lone
-# digit ("I can answer 3 kinds of questions") and a list's numbering are not.
+# days", "20%", "-18 °C", "9 pm"), a store's number ("store 1"), or a number of two or more
+# digits ("14 stores"). A lone digit ("I can answer 3 kinds of questions") and a list's
+# numbering are not.
 _FACT_FIGURE = re.compile(
-    r"[$€£]\s?\d[\d,.]*|\d\s*(?:%|percent\b|°|degrees?\b|(?:business |working )?(?:days?|hours?|"
+    r"[$€£]\s?\d[\d,.]*|\b(?:store|location|branch|aisle) ?#?\d+\b|\d\s*(?:%|percent\b|°|degrees?\b|(?:business |working )?(?:days?|hours?|"
     r"weeks?|months?|years?|minutes?)\b|usd\b|dollars?\b|eur\b|[ap]\.?m\b\.?)"
     r"|(?<![\w.,])\d[\d,.]*\d(?![\w])",
     re.I,
@@ -88,7 +91,8 @@ def unsourced_answer(text: str, tools: Collection[str]) -> str | None:
     fact (a figure with a unit, a price, a number: a small model answers a knowledge-base
     question from nothing, or copies an earlier answer's count into a follow-up about
     another channel), says the data has nothing ("No product named X found"), announces or
-    hands over a lookup it did not make, or writes out or talks about a tool instead of
+    hands over a lookup it did not make ("you should consider the company's knowledge
+    base"), or writes out or talks about a tool instead of
     calling it. Small talk states none of these."""
     if named := sorted(name for name in tools if name in text):
         return f"describes {named[0]} instead of calling it"

@@ -193,6 +193,11 @@ def test_count_cues(message, count):
         ("Let me check the catalog for that.", True),
         ("I will gladly help: what would you like to know?", False),
         ("I don't know the weather, but I can help with your retail data.", False),
+        ("For pack sizes, you should consider the company's knowledge base.", True),
+        ("To answer that, we need to look at the company's knowledge base for local farms.", True),
+        ("I can look up your knowledge base, products and patterns.", False),
+        ("The jackets one kicked off early at store 1.", True),
+        ("I can tell you about 1 store or all of them.", False),
     ],
 )
 def test_an_answer_with_no_tool_behind_it_is_recognised(text: str, sent_back: bool) -> None:
