@@ -54,6 +54,11 @@ _NOT_INTERACTIONS = re.compile(
 _RANKS = re.compile(r"\b(top|most|least|best|worst|rank\w*|popular)\b", re.I)
 
 
+def is_ranking(message: str) -> bool:
+    """A question that ranks ("top 3", "most popular", "which sells best")."""
+    return _RANKS.search(message) is not None
+
+
 def is_count_question(message: str) -> bool:
     """A question asking for a number of interactions (not of products, stores, ...): also
     "how many interactions did tents get", but not "top 4 products by number of
@@ -62,7 +67,7 @@ def is_count_question(message: str) -> bool:
         return False
     if not _NOT_INTERACTIONS.search(message):
         return True
-    return re.search(r"\binteractions?\b", message, re.I) is not None and not _RANKS.search(message)
+    return re.search(r"\binteractions?\b", message, re.I) is not None and not is_ranking(message)
 
 
 _NO_TOPIC = frozenset(

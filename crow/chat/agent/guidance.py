@@ -19,6 +19,7 @@ import numpy as np
 from crow.chat.agent.context import ToolContext
 from crow.chat.agent.cues import is_follow_up
 from crow.chat.agent.intent import IntentRouter, Route
+from crow.chat.agent.nearest import COLLECTIONS, nearer_tools, nearest_scores
 from crow.chat.agent.passages import knowledge_base_match
 from models.messages import Message, ToolSpec
 
@@ -66,11 +67,15 @@ KB_HINT = (
 )
 
 
-NOT_OFFERED: dict[str, tuple[str, ...]] = {"search_patterns": ("type",)}
+NOT_OFFERED: dict[str, tuple[str, ...]] = {"search_patterns": ("type", "since")}
 """Arguments the small model is not offered. A pattern's type is part of the text its search
 embeds, so "churn risk" in the query finds churn risks; as a filter, the 1.5B set a wrong
 type on 3 of 5 pattern questions (`seasonal` for long checkout queues, `segment` for churn
-risk) and read only patterns that could not answer."""
+risk) and read only patterns that could not answer. The time words of pattern questions
+mostly tell what a pattern found ("an upward trend over the last four weeks", "late orders
+in the last month"), not when it was detected, and the 1.5B wrote `since: last week` for "in
+the run-up to holidays": read as a detection date, they left out the pattern that answers.
+Every pattern's detection day is in the results."""
 
 
 def offered(specs: Sequence[ToolSpec]) -> list[ToolSpec]:
@@ -140,7 +145,10 @@ class Guidance:
             return None
         if route.small_talk:
             return "Routing hint: this reads as small talk; reply briefly without calling a tool."
-        return f"Routing hint (may be wrong; follow the question): likely tools: {', '.join(route.tools)}."
+        tools = await self._nearer_in_data(route.tools, question, ctx)
+        return (
+            f"Routing hint (may be wrong; follow the question): likely tools: {', '.join(tools)}."
+        )
 
     async def _in_knowledge_base(self, question: str, ctx: ToolContext) -> bool:
         """Whether a sentence of the org's own knowledge base nearly restates the question
@@ -153,6 +161,20 @@ class Guidance:
             log.warning("knowledge-base match failed (%s); no hint from it", exc)
             return False
         return match >= self.kb_match
+
+    async def _nearer_in_data(
+        self, tools: tuple[str, ...], question: str, ctx: ToolContext
+    ) -> tuple[str, ...]:
+        """The router's tools, checked against the org's own data (crow.chat.agent.nearest)."""
+        if not any(t in COLLECTIONS for t in tools):
+            return tools
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                scores = await nearest_scores(ctx, question)
+        except Exception as exc:  # a hint only helps
+            log.warning("nearest-data check failed (%s); the router's tools stand", exc)
+            return tools
+        return nearer_tools(tools, scores, question)
 
     async def _route(self, question: str, ctx: ToolContext) -> Route | None:
         try:

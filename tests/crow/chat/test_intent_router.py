@@ -250,19 +250,99 @@ def test_a_question_the_knowledge_base_nearly_restates_gets_the_knowledge_base_h
     assert "get_interaction_summary" in hint and "search_org_context" not in hint
 
 
-def test_the_small_model_is_not_offered_the_pattern_type_filter():
+def test_the_small_model_is_not_offered_the_pattern_type_or_date_filters():
     """Hints narrow what the small model may write (no pattern type filter: a pattern's type
-    is in the text its search embeds); without hints every argument is offered."""
+    is in the text its search embeds; no detection date: a pattern question's time words
+    tell what it found); without hints every argument is offered."""
     specs = {
         hints: {
             s.name: s.parameters["properties"] for s in Agent(None, AgentConfig(hints=hints)).specs
         }
         for hints in (True, False)
     }
-    assert (
-        "type" not in specs[True]["search_patterns"] and "query" in specs[True]["search_patterns"]
-    )
-    assert "type" in specs[False]["search_patterns"]
+    assert set(specs[True]["search_patterns"]) == {"query", "limit"}
+    assert {"type", "since"} <= set(specs[False]["search_patterns"])
     assert {k: v for k, v in specs[True].items() if k != "search_patterns"} == {
         k: v for k, v in specs[False].items() if k != "search_patterns"
     }
+
+
+@pytest.mark.parametrize(
+    ("tools", "scores", "question", "hinted"),
+    [
+        # a finding worded like a product question: the patterns restate it
+        (
+            ("products",),
+            (0.44, 0.66, 0.44),
+            "What share of footwear buyers buy accessories?",
+            ("patterns",),
+        ),
+        # a knowledge-base fact beside a product topic: one tool
+        (
+            ("products", "org"),
+            (0.48, 0.32, 0.63),
+            "What R-value should a pad have?",
+            ("org",),
+        ),
+        (
+            ("org",),
+            (0.15, 0.61, 0.41),
+            "What share of late-order customers left?",
+            ("patterns",),
+        ),
+        # a ranking near a pattern about interest keeps its products
+        (
+            ("products",),
+            (0.41, 0.55, 0.31),
+            "which navigation product is most looked at?",
+            ("products",),
+        ),
+        # not near enough, or not clearly nearer: the router's reading stands
+        (("products",), (0.30, 0.45, 0.20), "What do shoppers pair with coffee?", ("products",)),
+        (("org",), (0.30, 0.60, 0.52), "How long do refunds take?", ("org",)),
+        # products are never put in, and other tools are left alone
+        (("org",), (0.80, 0.30, 0.40), "Price of the Alpine Tent?", ("org",)),
+        (
+            ("count", "products"),
+            (0.20, 0.70, 0.30),
+            "How many visits, and which tents?",
+            ("count", "patterns"),
+        ),
+    ],
+)
+def test_a_routed_search_tool_is_checked_against_the_data_the_question_is_nearest(
+    tools, scores, question, hinted
+):
+    from crow.chat.agent.intent_examples import INTENT_TOOLS
+    from crow.chat.agent.nearest import COLLECTIONS, nearer_tools
+
+    by_tool = dict(zip(COLLECTIONS, scores, strict=True))
+    names = tuple(INTENT_TOOLS[t] for t in tools)
+    assert nearer_tools(names, by_tool, question) == tuple(INTENT_TOOLS[t] for t in hinted)
+
+
+def test_the_hint_names_the_tool_of_the_data_a_question_restates(demo):
+    """With the real index of the demo's patterns (the tests' embedder matches words), a
+    question in a detected pattern's words that the router reads as products is hinted to the
+    patterns; a failing search leaves the router's reading."""
+    import duckdb
+
+    from crow.chat.agent.guidance import Guidance
+
+    with duckdb.connect() as con:
+        (description,) = con.execute(
+            "SELECT description FROM read_parquet(?) WHERE type = 'affinity' LIMIT 1",
+            [demo.lake.parquet_glob("acme-outdoor", "patterns")],
+        ).fetchone()
+    guidance = Guidance(timeout_s=5)
+    guidance.router = RecordingRouter(Route(("products",), 0.8))
+    question = f"Is it true that {description.rstrip('.')}?"
+    hint = asyncio.run(guidance.hint(question, ctx_for(demo)))
+    assert "likely tools: search_patterns." in hint
+
+    class Broken:
+        async def search(self, *args, **kwargs):
+            raise RuntimeError("index is being built")
+
+    hint = asyncio.run(guidance.hint(question, ctx_for(demo, retriever=Broken())))
+    assert "likely tools: search_products." in hint
