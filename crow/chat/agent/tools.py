@@ -148,17 +148,12 @@ async def search_products(args: ProductArgs, ctx: ToolContext) -> ToolOutput:
         hits = await _search(ctx, "products", "", k, flt=SearchFilter(category=category), sort=sort)
     else:
         hits = await _search(ctx, "products", query, k, sort=sort)
-    rows = [
-        {
-            "id": h["id"],
-            "title": h["title"],
-            "category": h["category"],
-            "price": h["price"],
-            "interactions": h["interactions"]["total"],
-        }
-        for h in hits
-    ]
+    named = await _named_product(ctx, query, hits) if query and category is None else None
+    rows = [_product_row(h) for h in hits]
     content: dict[str, Any] = {"products": rows, "sorted_by": sort}
+    if named is not None and (not hits or named["id"] != hits[0]["id"]):
+        content = {"product_named": _product_in_words(_product_row(named))} | content
+        hits += [] if any(h["id"] == named["id"] for h in hits) else [named]
     if category:
         content["ranked"] = f"every {category} product"
     if rows:
@@ -170,15 +165,46 @@ async def search_products(args: ProductArgs, ctx: ToolContext) -> ToolOutput:
     )
 
 
+def _product_row(hit: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": hit["id"],
+        "title": hit["title"],
+        "category": hit["category"],
+        "price": hit["price"],
+        "interactions": hit["interactions"]["total"],
+    }
+
+
+async def _named_product(
+    ctx: ToolContext, query: str, hits: list[dict[str, Any]]
+) -> dict[str, Any] | None:
+    """The product whose title the query is ("Daily Bake Sourdough Loaf Gluten-free"), also
+    when a ranking put more popular variants first or left it out (a 1.5B asked for one's
+    price by popularity and answered with the first row's)."""
+    key = _title_key(query)
+    for hit in hits or []:
+        if _title_key(hit["title"]) == key:
+            return hit
+    nearest = await _search(ctx, "products", query, 1)
+    return next((h for h in nearest if _title_key(h["title"]) == key), None)
+
+
+def _title_key(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def _product_in_words(p: dict[str, Any]) -> str:
+    return (
+        f"{p['title']} ({p['category']}): price {p['price']:,.2f}, "
+        f"{p['interactions']:,} interactions"
+    )
+
+
 def _products_in_words(rows: list[dict[str, Any]], sort: str) -> str:
     """The products as numbered text with their figures (a 1.5B reading JSON rows skipped
     the second of a ranking and answered a price question with the interactions)."""
     lead = "Ranked by customer interactions, most first: " if sort == "popularity" else ""
-    return lead + "; ".join(
-        f"{i}. {p['title']} ({p['category']}): price {p['price']:,.2f}, "
-        f"{p['interactions']:,} interactions"
-        for i, p in enumerate(rows, start=1)
-    )
+    return lead + "; ".join(f"{i}. {_product_in_words(p)}" for i, p in enumerate(rows, start=1))
 
 
 async def search_interactions(args: InteractionArgs, ctx: ToolContext) -> ToolOutput:

@@ -85,6 +85,32 @@ def test_top_products_of_a_category_equal_the_duckdb_ranking_of_that_category(de
     )
 
 
+def test_a_query_that_is_a_products_title_leads_with_that_product_whatever_the_sort(demo):
+    """A product's title asked by popularity ranks its more popular look-alikes first (a 1.5B
+    answered one's price with the first row's): the named product comes first, with its
+    price, also when the ranking left it out; a topic names no product."""
+    import duckdb
+
+    from crow.chat.agent.tools import TOOLS_BY_NAME
+
+    with duckdb.connect() as con:
+        pid, title, price = con.execute(
+            "SELECT p.id, p.title, p.price FROM read_parquet(?) p LEFT JOIN (SELECT product_id, "
+            "count(*) n FROM read_parquet(?) GROUP BY 1) i ON i.product_id = p.id "
+            "ORDER BY coalesce(n, 0), p.id LIMIT 1",
+            [demo.lake.parquet_glob(ORG, "products"), demo.lake.parquet_glob(ORG, "interactions")],
+        ).fetchone()
+    search = TOOLS_BY_NAME["search_products"]
+    args = {"query": title.upper(), "sort": "popularity", "limit": 2}
+    output = asyncio.run(search.invoke(args, ctx_for(demo)))
+    assert next(iter(output.content)) == "product_named"
+    assert output.content["product_named"].startswith(f"{title} (")
+    assert f"price {price:,.2f}" in output.content["product_named"]
+    assert pid in {s.id for s in output.sources}
+    topic = asyncio.run(search.invoke({"query": "rain jackets"}, ctx_for(demo))).content
+    assert "product_named" not in topic
+
+
 def test_a_topic_that_is_no_category_ranks_the_products_most_like_it(demo):
     from crow.chat.agent.tools import TOOLS_BY_NAME
 
