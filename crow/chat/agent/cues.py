@@ -30,14 +30,16 @@ def is_small_talk(message: str) -> bool:
 
 
 _FOLLOW_UP = re.compile(
-    r"^\W*(and|also|only|just|what about|how about|same for)\b|\b(those|these|them|they)\b",
+    r"^\W*(and|also|only|just|what about|how about|same for)\b|\b(those|these|them|they)\b"
+    r"|\bthe (?:[\w&'-]+ ){1,3}one\b",
     re.I,
 )
 
 
 def is_follow_up(message: str) -> bool:
     """A short question that leans on the one before it ("And on the web?", "Which of those
-    ...?"): read alone, it lacks the topic or the filters it keeps."""
+    ...?", "the jackets one - which store?"): read alone, it lacks the topic or the filters
+    it keeps."""
     return len(message.split()) <= 12 and bool(_FOLLOW_UP.search(message))
 
 

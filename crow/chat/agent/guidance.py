@@ -130,13 +130,15 @@ class Guidance:
         if not question.strip():
             return None
         if earlier and is_follow_up(question):
-            route = await self._route(f"{earlier} {question}", ctx)
+            both = f"{earlier} {question}"
+            route = await self._route(both, ctx)
             if route is None or route.abstained or route.small_talk:
                 return None
+            tools = await self._nearer_in_data(route.tools, both, ctx)
             return (
                 "Routing hint (may be wrong; follow the question): a follow-up to the "
                 "previous question; call a tool for it, earlier figures answer only earlier "
-                f"questions; likely tools: {', '.join(route.tools)}."
+                f"questions; likely tools: {', '.join(tools)}."
             )
         route = await self._route(question, ctx)
         if (route is None or not route.small_talk) and await self._in_knowledge_base(question, ctx):

@@ -214,6 +214,9 @@ def test_a_follow_up_is_routed_with_the_question_it_follows(demo):
         ("And on the web?", True),
         ("What about social media?", True),
         ("Which of those came from Instagram?", True),
+        ("the delivery slot one - how much did it go up by?", True),
+        ("what's the price of the top one?", True),
+        ("Is there one store open on Sundays?", False),
         ("How many web interactions did we have?", False),
         ("Which tents are most popular?", False),
         ("What are they saying about our return policy and how long does it take us?", False),
@@ -339,6 +342,11 @@ def test_the_hint_names_the_tool_of_the_data_a_question_restates(demo):
     question = f"Is it true that {description.rstrip('.')}?"
     hint = asyncio.run(guidance.hint(question, ctx_for(demo)))
     assert "likely tools: search_patterns." in hint
+    # a follow-up is checked with the question it follows, as it is routed
+    hint = asyncio.run(
+        guidance.hint("And how strong is that one?", ctx_for(demo), earlier=question)
+    )
+    assert "a follow-up" in hint and "likely tools: search_patterns." in hint
 
     class Broken:
         async def search(self, *args, **kwargs):
