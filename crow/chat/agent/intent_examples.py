@@ -85,6 +85,8 @@ EXAMPLES: tuple[tuple[str, str], ...] = (
     ("Do we stock a waterproof headlamp?", "products"),
     ("Which product do shoppers engage with the most?", "products"),
     ("Top 5 items in the whole catalog by interactions", "products"),
+    ("What's the number one item in the seafood section by interactions?", "products"),
+    ("Which single grocery item draws the most shopper interactions?", "products"),
     ("Rank our snacks by customer interest", "products"),
     ("How much do we sell the Summit trekking poles for?", "products"),
     ("Which category does the Coastline fleece belong to?", "products"),
