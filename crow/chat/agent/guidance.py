@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
@@ -105,24 +106,43 @@ def earlier_question(messages: Sequence[Message]) -> str | None:
     return asked[-2] if len(asked) >= 2 else None
 
 
+_HINT = "Routing hint (may be wrong; follow the question): "
+
+
+@dataclass(frozen=True)
+class Hint:
+    """The line the model reads after the question, and the tools it names (none for small
+    talk)."""
+
+    text: str
+    tools: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Guided:
+    messages: list[Message]
+    hinted: tuple[str, ...]  # the tools the routing hint names, if any
+
+
 class Guidance:
     def __init__(self, timeout_s: float, kb_match: float = KB_MATCH) -> None:
         self.router = IntentRouter()
         self.timeout_s = timeout_s
         self.kb_match = kb_match
 
-    async def apply(self, messages: list[Message], ctx: ToolContext) -> list[Message]:
+    async def apply(self, messages: list[Message], ctx: ToolContext) -> Guided:
         """The conversation with the examples in its system prompt and the hint after it."""
         out = list(messages)
         if out and out[0].role == "system":
             out[0] = out[0].model_copy(update={"content": f"{out[0].content}\n{EXAMPLES}"})
-        if hint := await self.hint(question_of(out), ctx, earlier=earlier_question(out)):
-            out.append(Message.system(hint))
-        return out
+        hint = await self.hint(question_of(out), ctx, earlier=earlier_question(out))
+        if hint is not None:
+            out.append(Message.system(hint.text))
+        return Guided(out, hint.tools if hint is not None else ())
 
     async def hint(
         self, question: str, ctx: ToolContext, *, earlier: str | None = None
-    ) -> str | None:
+    ) -> Hint | None:
         """The intent router's reading of the question as a line the model reads, or None.
         A follow-up ("And on the web?") is routed with the question it follows: alone, the
         router would route words that have lost their topic. The hint does not quote that
@@ -135,22 +155,22 @@ class Guidance:
             if route is None or route.abstained or route.small_talk:
                 return None
             tools = await self._nearer_in_data(route.tools, both, ctx)
-            return (
-                "Routing hint (may be wrong; follow the question): a follow-up to the "
-                "previous question; call a tool for it, earlier figures answer only earlier "
-                f"questions; likely tools: {', '.join(tools)}."
+            return Hint(
+                f"{_HINT}a follow-up to the previous question; call a tool for it, earlier "
+                f"figures answer only earlier questions; likely tools: {', '.join(tools)}.",
+                tools,
             )
         route = await self._route(question, ctx)
         if (route is None or not route.small_talk) and await self._in_knowledge_base(question, ctx):
-            return f"Routing hint (may be wrong; follow the question): {KB_HINT}"
+            return Hint(f"{_HINT}{KB_HINT}", ("search_org_context",))
         if route is None or route.abstained:
             return None
         if route.small_talk:
-            return "Routing hint: this reads as small talk; reply briefly without calling a tool."
+            return Hint(
+                "Routing hint: this reads as small talk; reply briefly without calling a tool."
+            )
         tools = await self._nearer_in_data(route.tools, question, ctx)
-        return (
-            f"Routing hint (may be wrong; follow the question): likely tools: {', '.join(tools)}."
-        )
+        return Hint(f"{_HINT}likely tools: {', '.join(tools)}.", tools)
 
     async def _in_knowledge_base(self, question: str, ctx: ToolContext) -> bool:
         """Whether a sentence of the org's own knowledge base nearly restates the question

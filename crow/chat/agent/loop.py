@@ -6,7 +6,8 @@ when a step fails or only repeats calls, one plain call answers from what was ga
 Small models get help they read (``hints``, crow.chat.agent.guidance), never decisions. An
 answer given with no tool run for the question that claims data with nothing behind it
 (checks.unsourced_answer: a count, "nothing found", a lookup announced or described but not
-made) is asked again once, a call required (the model picks which, and its arguments). A checked
+made), or with guidance one for which the routing hint named tools, is asked again once, a
+call required (the model picks which, and its arguments). A checked
 answer (crow.chat.agent.checks) that fails gets one correction; failing again, the answer is
 composed from the results and says so (``fallback: "composed"``). Text streams as
 ``text_delta`` events; ``text_replaced`` carries a final text that differs from what was
@@ -91,6 +92,7 @@ class _Run:
     tools_s: float = 0.0
     route_s: float = 0.0  # the guidance's routing hint
     nudged: bool = False  # an answer with no tool behind it was asked again (once)
+    hinted: tuple[str, ...] = ()  # the tools the routing hint named (guidance only)
 
 
 class Agent:
@@ -122,7 +124,8 @@ class Agent:
         ctx = dataclasses.replace(ctx, question=question_of(messages))
         run = _Run(list(messages), emit)
         if self.guidance is not None:
-            run.messages = await self.guidance.apply(run.messages, ctx)
+            guided = await self.guidance.apply(run.messages, ctx)
+            run.messages, run.hinted = guided.messages, guided.hinted
             run.route_s = time.perf_counter() - started
         text, fallback = None, None
         try:
@@ -172,11 +175,7 @@ class Agent:
             if turn.tool_calls and not fresh:
                 return None, "repeated_call"
             if not fresh:
-                if (
-                    run.outputs
-                    or run.nudged
-                    or not (problem := unsourced_answer(turn.text, self.tools))
-                ):
+                if run.outputs or run.nudged or not (problem := self._unsourced(run, turn.text)):
                     return turn.text, None
                 # Once: the same step again, a call required. The answer is not kept: after
                 # it and a correction, the 1.5B wrote the earlier question's channel again.
@@ -191,6 +190,17 @@ class Agent:
             for step in await self._run_tools(fresh, run, ctx):
                 run.emit({"type": "tool_call_finished", **step})
         return None, "max_iterations"
+
+    def _unsourced(self, run: _Run, text: str) -> str | None:
+        """Why an answer given with no tool run needs one: it claims data with nothing
+        behind it, or (guidance) the routing hint named tools for the question."""
+        if problem := unsourced_answer(text, self.tools):
+            return problem
+        return (
+            f"answers without the tools the hint named ({', '.join(run.hinted)})"
+            if run.hinted
+            else None
+        )
 
     async def _checked(self, run: _Run, text: str, fallback: str | None) -> tuple[str, str | None]:
         """One correction round for an answer that fails a check, then the composed answer."""

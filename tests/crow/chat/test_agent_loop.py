@@ -215,17 +215,27 @@ def test_the_same_query_text_is_embedded_once(demo):
 
 def test_no_tool_runs_that_the_model_did_not_call(demo):
     """With the small-model hints on, a count question the model answers without tools
-    runs no tool: the hint is a line the model reads, not a call made for it."""
-    model = ScriptedChatModel([AssistantTurn(text="Hello! Ask me about your data.")])
+    runs no tool: the hint is a line the model reads, not a call made for it. Answered
+    without the tools the hint named, the model is asked once more with a call required,
+    and what it calls, if anything, is still its own choice."""
+    model = ScriptedChatModel(
+        [
+            AssistantTurn(text="Hello! Ask me about your data."),
+            AssistantTurn(text="Hello again! Ask me about your data."),
+        ]
+    )
     agent = Agent(model, AgentConfig(hints=True))
     answer = run(agent, ctx_for(demo), "How many interactions do we have?")
+    model.assert_complete()
     assert answer.tool_steps == [] and answer.sources == []
-    sent = model.calls[0]
-    assert sent.params.tool_choice == "auto" and len(sent.tools) == 5
+    first, again = model.calls
+    assert first.params.tool_choice == "auto" and len(first.tools) == 5
     assert (
-        sent.messages[-1].role == "system"
-        and "get_interaction_summary" in sent.messages[-1].content
+        first.messages[-1].role == "system"
+        and "get_interaction_summary" in first.messages[-1].content
     )
+    assert again.params.tool_choice == "required" and again.messages == first.messages
+    assert answer.content == "Hello again! Ask me about your data."
 
 
 def test_a_repeated_call_ends_the_loop_with_one_plain_answer(demo):

@@ -195,7 +195,7 @@ def test_a_follow_up_is_routed_with_the_question_it_follows(demo):
         Message.assistant("5,925 CCTV interactions."),
         Message.user("And on the web?"),
     ]
-    out = asyncio.run(guidance.apply(conversation, ctx_for(demo)))
+    out = asyncio.run(guidance.apply(conversation, ctx_for(demo))).messages
     assert router.asked == [f"{earlier} And on the web?"]
     hint = out[-1].content
     assert out[-1].role == "system" and "a follow-up to the previous question" in hint
@@ -203,7 +203,7 @@ def test_a_follow_up_is_routed_with_the_question_it_follows(demo):
     # a question that stands on its own is routed alone, whatever came before
     conversation[-1] = Message.user("Which tents are most popular?")
     router.asked.clear()
-    out = asyncio.run(guidance.apply(conversation, ctx_for(demo)))
+    out = asyncio.run(guidance.apply(conversation, ctx_for(demo))).messages
     assert router.asked == ["Which tents are most popular?"]
     assert "follow-up" not in out[-1].content
 
@@ -240,16 +240,16 @@ def test_a_question_the_knowledge_base_nearly_restates_gets_the_knowledge_base_h
     guidance.router = RecordingRouter(Route(("count",), 0.8))
     # the tests' hash embedder matches words: a question in the words of the return policy
     restated = "Must bikes, kayaks and paddleboards be returned unused within 30 days?"
-    hint = asyncio.run(guidance.hint(restated, ctx_for(demo)))
+    hint = asyncio.run(guidance.hint(restated, ctx_for(demo))).text
     assert "search_org_context" in hint and "get_interaction_summary" not in hint
-    hint = asyncio.run(guidance.hint("How many web interactions last week?", ctx_for(demo)))
+    hint = asyncio.run(guidance.hint("How many web interactions last week?", ctx_for(demo))).text
     assert "get_interaction_summary" in hint and "search_org_context" not in hint
 
     class Broken:
         async def search(self, *args, **kwargs):
             raise RuntimeError("index is being built")
 
-    hint = asyncio.run(guidance.hint(restated, ctx_for(demo, retriever=Broken())))
+    hint = asyncio.run(guidance.hint(restated, ctx_for(demo, retriever=Broken()))).text
     assert "get_interaction_summary" in hint and "search_org_context" not in hint
 
 
@@ -340,17 +340,17 @@ def test_the_hint_names_the_tool_of_the_data_a_question_restates(demo):
     guidance = Guidance(timeout_s=5)
     guidance.router = RecordingRouter(Route(("products",), 0.8))
     question = f"Is it true that {description.rstrip('.')}?"
-    hint = asyncio.run(guidance.hint(question, ctx_for(demo)))
+    hint = asyncio.run(guidance.hint(question, ctx_for(demo))).text
     assert "likely tools: search_patterns." in hint
     # a follow-up is checked with the question it follows, as it is routed
     hint = asyncio.run(
         guidance.hint("And how strong is that one?", ctx_for(demo), earlier=question)
-    )
+    ).text
     assert "a follow-up" in hint and "likely tools: search_patterns." in hint
 
     class Broken:
         async def search(self, *args, **kwargs):
             raise RuntimeError("index is being built")
 
-    hint = asyncio.run(guidance.hint(question, ctx_for(demo, retriever=Broken())))
+    hint = asyncio.run(guidance.hint(question, ctx_for(demo, retriever=Broken()))).text
     assert "likely tools: search_products." in hint
