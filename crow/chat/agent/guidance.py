@@ -18,7 +18,7 @@ from functools import partial
 import numpy as np
 
 from crow.chat.agent.context import ToolContext
-from crow.chat.agent.cues import is_follow_up
+from crow.chat.agent.cues import is_follow_up, is_small_talk
 from crow.chat.agent.intent import IntentRouter, Route
 from crow.chat.agent.nearest import COLLECTIONS, nearer_tools, nearest_scores
 from crow.chat.agent.passages import knowledge_base_match
@@ -121,7 +121,7 @@ class Hint:
 @dataclass(frozen=True)
 class Guided:
     messages: list[Message]
-    hinted: tuple[str, ...]  # the tools the routing hint names, if any
+    hinted: tuple[str, ...]  # the tools the hint names, none for a greeting: asked again for
 
 
 class Guidance:
@@ -135,10 +135,13 @@ class Guidance:
         out = list(messages)
         if out and out[0].role == "system":
             out[0] = out[0].model_copy(update={"content": f"{out[0].content}\n{EXAMPLES}"})
-        hint = await self.hint(question_of(out), ctx, earlier=earlier_question(out))
-        if hint is not None:
-            out.append(Message.system(hint.text))
-        return Guided(out, hint.tools if hint is not None else ())
+        question = question_of(out)
+        hint = await self.hint(question, ctx, earlier=earlier_question(out))
+        if hint is None:
+            return Guided(out, ())
+        out.append(Message.system(hint.text))
+        # what the loop asks again for: never a greeting, whatever the router read
+        return Guided(out, () if is_small_talk(question) else hint.tools)
 
     async def hint(
         self, question: str, ctx: ToolContext, *, earlier: str | None = None

@@ -184,4 +184,5 @@ EXAMPLES: tuple[tuple[str, str], ...] = (
     ("What did the last business review conclude?", "org"),
     ("What happens if an order arrives damaged?", "org"),
     ("How much are members' points worth?", "org"),
+    ("How many shoppers have joined the rewards club so far?", "org"),
 )

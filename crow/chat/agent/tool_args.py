@@ -81,9 +81,11 @@ class PatternArgs(ToolArgs):
         description="Detected since: 'all time', or an ISO date, or the question's own time "
         "words ('last week', 'past 3 months') if it names a time.",
     )
-    # At least 3: "which churn group has the highest confidence?" was asked with limit 1 and
-    # answered from the one pattern read. At most 9: a constrained "1" cannot grow into "10".
-    limit: int = Field(5, ge=3, le=9, description="How many patterns (3 to 9).")
+    # At least 6: "which churn group has the highest confidence?" was asked with limit 1 and
+    # answered from the one pattern read, and "which seasonal ramp has the highest
+    # confidence?" with limit 3 from three of six. At most 9: a constrained "1" cannot grow
+    # into "10".
+    limit: int = Field(6, ge=6, le=9, description="How many patterns (6 to 9).")
 
 
 class OrgContextArgs(ToolArgs):

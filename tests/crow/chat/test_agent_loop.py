@@ -57,7 +57,7 @@ def test_footnotes_are_numbered_typed_and_only_from_returned_sources(demo):
                         id="a", name="search_products", arguments={"query": "dome tent", "limit": 2}
                     ),
                     ToolCall(
-                        id="b", name="search_patterns", arguments={"query": "trend", "limit": 3}
+                        id="b", name="search_patterns", arguments={"query": "trend", "limit": 6}
                     ),
                     ToolCall(
                         id="c",
