@@ -29,9 +29,11 @@ def is_small_talk(message: str) -> bool:
     return len(text) <= 60 and bool(_SMALL_TALK.match(text)) and not _DATA_WORDS.search(text)
 
 
+_WORD = r"[\w&'-]+"
 _FOLLOW_UP = re.compile(
     r"^\W*(and|also|only|just|what about|how about|same for)\b|\b(those|these|them|they)\b"
-    r"|\bthe (?:[\w&'-]+ ){1,3}one\b",
+    # "the jackets one", "the delivery slot one": up to three words, spelled out (no nesting)
+    rf"|\bthe {_WORD} one\b|\bthe {_WORD} {_WORD} one\b|\bthe {_WORD} {_WORD} {_WORD} one\b",
     re.I,
 )
 
