@@ -6,7 +6,8 @@ use). On the 192 single-turn questions of the spent evaluation sets (a tuned fig
 were added while reading their misses) it routed 181 right, where the similarity-weighted
 vote of the 7 nearest examples it replaces routed 168: a nearest-neighbour vote flips with
 every example added near a question; on the blind set truth_blind7 the agent chose the right
-tools for 0.75 of the questions. A request made of two questions ("how many X, and what
+tools for 0.75 of the questions, on truth_blind8 (with the hint also checked against the
+org's data, crow.chat.agent.nearest) for 0.88. A request made of two questions ("how many X, and what
 Y?") is routed clause by clause. Two cue words then refine what embeddings blur: a count
 question about interactions is a count, not a search (the spec's "COUNT questions:
 get_interaction_summary first"), and a question naming detected patterns or trends asks for
