@@ -259,3 +259,22 @@ def test_a_knowledge_base_search_also_reads_the_documents_the_users_question_fin
     ids = [d["id"] for d in asked["documents"]]
     assert ids[:3] == [d["id"] for d in alone["documents"]] and doc_id in ids[3:]
     assert asked["relevant_sentence"] in body
+
+
+def test_the_patterns_read_come_with_the_most_confident_named(demo):
+    """A 1.5B asked which pattern it was most sure of named another of the rows it read: the
+    result names the most confident of them, and numbers every one with its confidence."""
+    from crow.chat.agent.tools import TOOLS_BY_NAME
+
+    args = {"query": "seasonal demand", "limit": 6}
+    output = asyncio.run(TOOLS_BY_NAME["search_patterns"].invoke(args, ctx_for(demo))).content
+    rows = output["patterns"]
+    top = max(rows, key=lambda p: p["confidence"])
+    assert len(rows) == 6 and len({p["confidence"] for p in rows}) > 1
+    assert output["in_words"].startswith(
+        f"Most confident: {top['title']} (confidence {top['confidence']:.2f}). 1. "
+    )
+    assert all(
+        f"{i}. {p['title']} ({p['type']}, confidence {p['confidence']:.2f})" in output["in_words"]
+        for i, p in enumerate(rows, start=1)
+    )
