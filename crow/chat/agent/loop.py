@@ -16,14 +16,12 @@ shown; the footnotes come last.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
-import json
 import logging
 import time
 from collections.abc import AsyncGenerator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -32,12 +30,13 @@ from crow.chat.agent.compose import ECHO_STOPS, compose
 from crow.chat.agent.context import ToolContext
 from crow.chat.agent.events import Emit, events_of
 from crow.chat.agent.guidance import Guidance, offered, question_of
-from crow.chat.agent.runner import fresh_calls, run_tool
+from crow.chat.agent.runner import fresh_calls, run_tools
 from crow.chat.agent.sources import Source, select_sources, with_footnotes
+from crow.chat.agent.step import AgentRun, stream_step
 from crow.chat.agent.tools import TOOLS, Tool
 from models.chat import ChatModel
 from models.errors import ModelError
-from models.messages import AssistantTurn, Message, ModelParams, TextDelta, ToolCall, TurnDone
+from models.messages import AssistantTurn, Message, ModelParams
 from models.toolparse import retry_message
 
 if TYPE_CHECKING:
@@ -77,24 +76,6 @@ class AgentAnswer:
     tokens: int = 0  # model tokens read and written (the organization's daily quota)
 
 
-@dataclass
-class _Run:
-    messages: list[Message]
-    emit: Emit
-    returned: list[Source] = field(default_factory=list)
-    outputs: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-    seen: set[str] = field(default_factory=set)  # tool calls already run (name + arguments)
-    steps: list[dict[str, Any]] = field(default_factory=list)
-    shown: str = ""  # the answer text streamed to the client so far
-    calls: int = 0  # model calls made
-    tokens: int = 0
-    model_s: float = 0.0
-    tools_s: float = 0.0
-    route_s: float = 0.0  # the guidance's routing hint
-    nudged: bool = False  # an answer with no tool behind it was asked again (once)
-    hinted: tuple[str, ...] = ()  # the tools the routing hint named (guidance only)
-
-
 class Agent:
     def __init__(
         self, model: ChatModel, config: AgentConfig | None = None, tools: Sequence[Tool] = TOOLS
@@ -122,7 +103,7 @@ class Agent:
     async def _answer(self, messages: list[Message], ctx: ToolContext, emit: Emit) -> None:
         started = time.perf_counter()
         ctx = dataclasses.replace(ctx, question=question_of(messages))
-        run = _Run(list(messages), emit)
+        run = AgentRun(list(messages), emit)
         if self.guidance is not None:
             guided = await self.guidance.apply(run.messages, ctx)
             run.messages, run.hinted = guided.messages, guided.hinted
@@ -159,7 +140,7 @@ class Agent:
         emit({"type": "sources", "sources": [s.model_dump() for s in sources]})
         emit({"type": "done", "answer": answer})
 
-    async def _loop(self, run: _Run, ctx: ToolContext) -> tuple[str | None, str | None]:
+    async def _loop(self, run: AgentRun, ctx: ToolContext) -> tuple[str | None, str | None]:
         """Model steps with tools until one answers in text: (the text, None), or (None, why)
         when the model only repeats calls already answered or reaches the iteration limit."""
         for _ in range(self.config.max_iterations):
@@ -187,11 +168,11 @@ class Agent:
                 run.emit(
                     {"type": "tool_call_started", "name": call.name, "arguments": call.arguments}
                 )
-            for step in await self._run_tools(fresh, run, ctx):
+            for step in await run_tools(self.tools, fresh, run, ctx, self.config.tool_timeout_s):
                 run.emit({"type": "tool_call_finished", **step})
         return None, "max_iterations"
 
-    def _unsourced(self, run: _Run, text: str) -> str | None:
+    def _unsourced(self, run: AgentRun, text: str) -> str | None:
         """Why an answer given with no tool run needs one: it claims data with nothing
         behind it, or (guidance) the routing hint named tools for the question."""
         if problem := unsourced_answer(text, self.tools):
@@ -202,7 +183,9 @@ class Agent:
             else None
         )
 
-    async def _checked(self, run: _Run, text: str, fallback: str | None) -> tuple[str, str | None]:
+    async def _checked(
+        self, run: AgentRun, text: str, fallback: str | None
+    ) -> tuple[str, str | None]:
         """One correction round for an answer that fails a check, then the composed answer."""
         question = question_of(run.messages)
         problem = answer_problem(text, run.outputs, question)
@@ -217,48 +200,13 @@ class Agent:
             log.info("corrected answer failed too (%s): %.200r", problem, text)
         return compose(run.outputs), "composed"
 
-    async def _step(self, run: _Run, *, tools: bool, required: bool = False) -> AssistantTurn:
-        """One streamed model call; its text goes to the client as it is written."""
+    async def _step(self, run: AgentRun, *, tools: bool, required: bool = False) -> AssistantTurn:
+        # The tools stay offered when the step may not call them (tool_choice "none"), so a
+        # model's prompt cache covers the answer step too.
         params = ModelParams(
             max_tokens=self.config.max_tokens,
             timeout_s=self.config.model_timeout_s,
             tool_choice=("required" if required else "auto") if tools else "none",
             stop=ECHO_STOPS if run.outputs else (),  # don't wait for a copy of the results
         )
-        started, turn, fresh = time.perf_counter(), None, True
-        run.calls += 1
-        try:
-            # The tools stay offered when the step may not call them (tool_choice "none"), so a
-            # model's prompt cache covers the answer step too.
-            async for event in self.model.stream(run.messages, self.specs, params):
-                if isinstance(event, TextDelta):
-                    if fresh and run.shown:  # a new step's text replaces the last one's
-                        run.emit({"type": "text_replaced", "text": "", "reason": "next_step"})
-                        run.shown = ""
-                    fresh = False
-                    run.shown += event.text
-                    run.emit({"type": "text_delta", "text": event.text})
-                elif isinstance(event, TurnDone):
-                    turn = event.turn
-        finally:
-            run.model_s += time.perf_counter() - started
-        if turn is None:
-            raise ModelError("the model's stream ended without its turn")
-        run.tokens += turn.usage.total
-        return turn
-
-    async def _run_tools(
-        self, calls: Sequence[ToolCall], run: _Run, ctx: ToolContext
-    ) -> list[dict[str, Any]]:
-        started = time.perf_counter()
-        timeout_s = self.config.tool_timeout_s
-        results = await asyncio.gather(
-            *(run_tool(self.tools.get(c.name), c, ctx, timeout_s) for c in calls)
-        )
-        run.tools_s += time.perf_counter() - started
-        for call, (step, content, sources) in zip(calls, results, strict=True):
-            run.messages.append(Message.tool(content, tool_call_id=call.id, name=call.name))
-            run.outputs.append((call.name, json.loads(content)))
-            run.returned.extend(sources)
-            run.steps.append(step)
-        return [step for step, _, _ in results]
+        return await stream_step(self.model, self.specs, run, params)

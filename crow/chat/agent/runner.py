@@ -6,14 +6,15 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from crow.chat.agent.context import ToolContext
 from crow.chat.agent.sources import Source
+from crow.chat.agent.step import AgentRun
 from crow.chat.agent.tools import Tool
 from indexes.store import IndexNotFoundError
-from models.messages import ToolCall
+from models.messages import Message, ToolCall
 
 STILL_INDEXING = (
     "search is still being prepared: this organization's data is being indexed. "
@@ -66,3 +67,22 @@ def fresh_calls(calls: Sequence[ToolCall], seen: set[str]) -> list[ToolCall]:
             seen.add(key)
             fresh.append(call)
     return fresh
+
+
+async def run_tools(
+    tools: Mapping[str, Tool],
+    calls: Sequence[ToolCall],
+    run: AgentRun,
+    ctx: ToolContext,
+    timeout_s: float,
+) -> list[dict[str, Any]]:
+    """One step's calls in parallel; their results join the run's messages in call order."""
+    started = time.perf_counter()
+    results = await asyncio.gather(*(run_tool(tools.get(c.name), c, ctx, timeout_s) for c in calls))
+    run.tools_s += time.perf_counter() - started
+    for call, (step, content, sources) in zip(calls, results, strict=True):
+        run.messages.append(Message.tool(content, tool_call_id=call.id, name=call.name))
+        run.outputs.append((call.name, json.loads(content)))
+        run.returned.extend(sources)
+        run.steps.append(step)
+    return [step for step, _, _ in results]
