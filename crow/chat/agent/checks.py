@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
+from difflib import SequenceMatcher
 from typing import Any
 
 from crow.chat.agent.compose import ECHO_STOPS
+from crow.chat.agent.sources import with_footnotes
+from models.messages import Message
 
 Outputs = list[tuple[str, dict[str, Any]]]
 
@@ -65,10 +68,18 @@ _WORD = re.compile(r"[a-z][a-z0-9]{2,}")
 _TITLE_WORD = re.compile(r"[A-Z0-9][\w'-]*")
 
 
-def answer_problem(text: str, outputs: Outputs, question: str = "") -> str | None:
-    """What is wrong with the answer, in a sentence for the model; None when nothing is."""
+def answer_problem(
+    text: str, outputs: Outputs, question: str = "", earlier: Sequence[str] = ()
+) -> str | None:
+    """What is wrong with the answer, in a sentence for the model; None when nothing is.
+    `earlier`: the chat's answers before this question (earlier_answers)."""
     if looks_unusable(text):
         return "Your answer repeated tool data instead of answering."
+    if repeats_earlier(text, earlier):
+        return (
+            "Your answer repeats your earlier answer word for word instead of answering the "
+            f"new question ({question!r})."
+        )
     if named := sorted({name for name, _ in outputs if name in text}):
         return (
             f"Your answer talks about the tool {named[0]} instead of answering with what it "
@@ -108,6 +119,37 @@ def unsourced_answer(text: str, tools: Collection[str]) -> str | None:
     if absent := _ABSENCE.search(plain):
         return f"says {absent.group(0)!r} without having looked"
     return None
+
+
+REPEATED = 0.9
+"""How alike (difflib ratio, footnotes aside, case and spacing aside) an answer and an
+earlier one are when the answer repeats it."""
+
+
+def earlier_answers(messages: Sequence[Message]) -> list[str]:
+    """The chat's answers before its latest question; none when that question was asked
+    before (the same answer is then right)."""
+    asked = [i for i, m in enumerate(messages) if m.role == "user"]
+    if not asked:
+        return []
+    before, question = messages[: asked[-1]], _plain(messages[asked[-1]].content)
+    if any(m.role == "user" and _plain(m.content) == question for m in before):
+        return []
+    return [m.content for m in before if m.role == "assistant" and m.content.strip()]
+
+
+def repeats_earlier(text: str, earlier: Sequence[str]) -> bool:
+    """The answer restates an earlier answer of the chat nearly word for word: asked "how
+    much is it?" after "what's our most popular bakery product?", a 1.5B wrote its
+    popularity answer again, though the price was in the results it had just read."""
+    mine = _plain(text)
+    return bool(mine) and any(
+        SequenceMatcher(None, mine, _plain(e)).ratio() >= REPEATED for e in earlier
+    )
+
+
+def _plain(text: str) -> str:
+    return " ".join(with_footnotes(text, ()).casefold().split())
 
 
 def correction(problem: str) -> str:

@@ -149,3 +149,34 @@ def category_named(query: str, categories: list[str]) -> str | None:
         return None
     named = [c for c in categories if wanted <= _stems(c) - _CATEGORY_FILLER]
     return named[0] if len(named) == 1 else None
+
+
+_CHANNEL_WORDS = {
+    "web": re.compile(r"\b(web|website|site|online|browser)\b", re.I),
+    "cctv": re.compile(r"\b(cctv|cameras?|in[- ]store)\b", re.I),
+    "social": re.compile(r"\b(social|instagram|tiktok|facebook|twitter)\b", re.I),
+}
+
+
+def channels_named(message: str) -> list[str]:
+    """The interaction channels a question names, in the tools' words ("store cameras or
+    social?" -> cctv, social)."""
+    return [channel for channel, words in _CHANNEL_WORDS.items() if words.search(message)]
+
+
+_PRICE = re.compile(
+    r"\b(price[sd]?|pricing|costs?|how much (is|are|does|do|for)|sells? for|go(es)? for)\b", re.I
+)
+
+
+def asks_price(message: str) -> bool:
+    """A question about what something costs ("how much is it?", "what does it sell for")."""
+    return _PRICE.search(message) is not None
+
+
+_CONFIDENCE = re.compile(r"\b(confiden\w*|sure|certain\w*|surest)\b", re.I)
+
+
+def asks_confidence(message: str) -> bool:
+    """A question about how sure the detection is ("which anomaly are you most sure of?")."""
+    return _CONFIDENCE.search(message) is not None

@@ -25,7 +25,12 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from crow.chat.agent.checks import answer_problem, correction, unsourced_answer
+from crow.chat.agent.checks import (
+    answer_problem,
+    correction,
+    earlier_answers,
+    unsourced_answer,
+)
 from crow.chat.agent.compose import ECHO_STOPS, compose
 from crow.chat.agent.context import ToolContext
 from crow.chat.agent.events import Emit, events_of
@@ -187,15 +192,15 @@ class Agent:
         self, run: AgentRun, text: str, fallback: str | None
     ) -> tuple[str, str | None]:
         """One correction round for an answer that fails a check, then the composed answer."""
-        question = question_of(run.messages)
-        problem = answer_problem(text, run.outputs, question)
+        question, earlier = question_of(run.messages), earlier_answers(run.messages)
+        problem = answer_problem(text, run.outputs, question, earlier)
         if problem is None or not run.outputs:
             return text, fallback
         log.info("answer check failed (%s): %.200r", problem, text)
         run.messages += [Message.assistant(text), Message.user(correction(problem))]
         with contextlib.suppress(ModelError):
             text = (await self._step(run, tools=False)).text
-            if (problem := answer_problem(text, run.outputs, question)) is None:
+            if (problem := answer_problem(text, run.outputs, question, earlier)) is None:
                 return text, fallback
             log.info("corrected answer failed too (%s): %.200r", problem, text)
         return compose(run.outputs), "composed"

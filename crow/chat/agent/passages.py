@@ -11,16 +11,23 @@ MATCH_CHARS = 800  # of each document, what the guidance's match reads (KB_MATCH
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[A-Z0-9])")
 
 
-async def closest_sentence(ctx: ToolContext, text: str, bodies: list[str]) -> tuple[str, float]:
-    """The sentence of `bodies` closest to `text`, and its cosine similarity (one embedding
-    batch). The user's question, not only a small model's topic query ("return policy" for
-    "how long do I have to return a kayak?"): it otherwise often states the wrong fact of
-    the right document ("3-6 days" for freight)."""
-    sentences = [s for body in bodies for s in _SENTENCE_END.split(body) if s.strip()]
-    vectors = await ctx.embedder.embed(sentences)
+async def closest(ctx: ToolContext, text: str, candidates: list[str]) -> tuple[int, float]:
+    """Which of `candidates` is closest to `text`, and its cosine similarity (one embedding
+    batch; `text`'s vector comes from the request's cache)."""
+    vectors = await ctx.embedder.embed(candidates)
     scores = vectors @ await ctx.embed(text)
     best = int(scores.argmax())
-    return sentences[best], float(scores[best])
+    return best, float(scores[best])
+
+
+async def closest_sentence(ctx: ToolContext, text: str, bodies: list[str]) -> tuple[str, float]:
+    """The sentence of `bodies` closest to `text`, and its cosine similarity. The user's
+    question, not only a small model's topic query ("return policy" for "how long do I have
+    to return a kayak?"): it otherwise often states the wrong fact of the right document
+    ("3-6 days" for freight)."""
+    sentences = [s for body in bodies for s in _SENTENCE_END.split(body) if s.strip()]
+    best, score = await closest(ctx, text, sentences)
+    return sentences[best], score
 
 
 async def knowledge_base_match(ctx: ToolContext, text: str, k: int = 3) -> float:

@@ -59,6 +59,41 @@ def test_a_wrong_count_gets_one_correction_round(demo):
     assert answer.content == "There are 3,000 interactions." and answer.fallback is None
 
 
+def test_an_answer_that_repeats_the_earlier_one_gets_one_correction_round(demo):
+    """Asked "how much is it?" after "most popular bakery product?", a 1.5B wrote its earlier
+    answer again although the price was in the results: the correction names the new
+    question, and the second answer stands."""
+    import asyncio
+
+    from models.messages import Message
+
+    earlier = 'The most popular tent is Summit Dome 2, with 479 interactions.\n\n[1] Product: "x"'
+    history = [
+        Message.system("s"),
+        Message.user("what's our most popular tent?"),
+        Message.assistant(earlier),
+        Message.user("how much is it?"),
+    ]
+    model = ScriptedChatModel(
+        [
+            call("search_products", query="Summit Dome 2"),
+            AssistantTurn(text="The most popular tent is Summit Dome 2, with 479 interactions."),
+            AssistantTurn(text="Summit Dome 2 costs 199.00."),
+        ]
+    )
+    answer = asyncio.run(Agent(model).run(history, ctx_for(demo)))
+    model.assert_complete()
+    correction = model.calls[2].messages[-1]
+    assert correction.role == "user" and "'how much is it?'" in correction.content
+    assert answer.content.startswith("Summit Dome 2 costs 199.00.") and answer.fallback is None
+
+    # the same question asked again may get the same answer: no correction
+    again = [*history[:3], Message.user("what's our most popular tent?")]
+    same = ScriptedChatModel([call("search_products", query="tent"), AssistantTurn(text=earlier)])
+    assert asyncio.run(Agent(same).run(again, ctx_for(demo))).fallback is None
+    same.assert_complete()
+
+
 def test_a_comparison_with_the_channels_beside_a_channels_count_passes(demo):
     """A summary called for one channel also returns every channel's count over the period;
     an answer comparing two of them states figures the tool returned."""

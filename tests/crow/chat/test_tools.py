@@ -261,20 +261,68 @@ def test_a_knowledge_base_search_also_reads_the_documents_the_users_question_fin
     assert asked["relevant_sentence"] in body
 
 
-def test_the_patterns_read_come_with_the_most_confident_named(demo):
-    """A 1.5B asked which pattern it was most sure of named another of the rows it read: the
-    result names the most confident of them, and numbers every one with its confidence."""
+def test_the_patterns_read_are_led_by_the_one_the_question_asks_about(demo):
+    """A 1.5B asked which pattern it was most sure of named another of the rows it read, and
+    asked about one pattern stated another row's store: the result leads with the most
+    confident (asked how sure) or the row closest to the question, with its finding, and
+    numbers every one with its confidence."""
     from crow.chat.agent.tools import TOOLS_BY_NAME
 
-    args = {"query": "seasonal demand", "limit": 6}
-    output = asyncio.run(TOOLS_BY_NAME["search_patterns"].invoke(args, ctx_for(demo))).content
+    tool, args = TOOLS_BY_NAME["search_patterns"], {"query": "seasonal demand", "limit": 6}
+    sure = ctx_for(demo, question="which seasonal pattern are you most confident about?")
+    output = asyncio.run(tool.invoke(args, sure)).content
     rows = output["patterns"]
     top = max(rows, key=lambda p: p["confidence"])
     assert len(rows) == 6 and len({p["confidence"] for p in rows}) > 1
+    assert top is not rows[0]
     assert output["in_words"].startswith(
-        f"Most confident: {top['title']} (confidence {top['confidence']:.2f}). 1. "
+        f"Most confident: {top['title']} ({top['type']}, confidence {top['confidence']:.2f}): "
+        f"{top['description']} All read: 1. "
     )
+    # the tests' hash embedder matches words: a question in one pattern's words is closest to it
+    asked = rows[3]
+    about = ctx_for(demo, question=asked["description"])
+    led = asyncio.run(tool.invoke(args, about)).content["in_words"]
+    assert led.startswith(f"Closest to the question: {asked['title']} ({asked['type']}, ")
+    assert asked["description"] in led
     assert all(
         f"{i}. {p['title']} ({p['type']}, confidence {p['confidence']:.2f})" in output["in_words"]
         for i, p in enumerate(rows, start=1)
+    )
+
+
+def test_a_count_leads_with_the_channels_the_question_compares(demo):
+    """Asked "cameras or social? need both numbers", a 1.5B called with one channel and stated
+    only its count, though every channel's came back: the result leads with the compared
+    channels, larger first, and which has more."""
+    from crow.chat.agent.tools import TOOLS_BY_NAME
+
+    tool = TOOLS_BY_NAME["get_interaction_summary"]
+    question = "did the store cameras or social media see more activity? need both numbers"
+    out = asyncio.run(tool.invoke({"channel": "cctv"}, ctx_for(demo, question=question)))
+    counts = out.content["every_channel_same_period"]
+    big, small = sorted(["cctv", "social"], key=lambda ch: -counts[ch])
+    assert out.content["in_words"].startswith(
+        f"The channels asked about: {big} {counts[big]:,} interactions and {small} "
+        f"{counts[small]:,} interactions; {big} has more. "
+    )
+    plain = asyncio.run(tool.invoke({"channel": "cctv"}, ctx_for(demo, question="cctv traffic?")))
+    assert plain.content["in_words"].startswith(f"{counts['cctv']:,} interactions on the cctv")
+
+
+def test_a_price_question_reads_the_prices_first(demo):
+    """Asked "how much is it?" after a popularity question, a 1.5B answered with the
+    interactions: a price question reads each product's price first."""
+    from crow.chat.agent.tools import TOOLS_BY_NAME
+
+    tool, args = TOOLS_BY_NAME["search_products"], {"query": "tent", "sort": "popularity"}
+    out = asyncio.run(tool.invoke(args, ctx_for(demo, question="how much is it?"))).content
+    first = out["products"][0]
+    assert out["in_words"].startswith(
+        f"Prices asked for. Ranked by customer interactions, most first: 1. {first['title']}: "
+        f"price {first['price']:,.2f} ({first['category']}, {first['interactions']:,} interactions)"
+    )
+    plain = asyncio.run(tool.invoke(args, ctx_for(demo, question="top tents?"))).content
+    assert plain["in_words"].startswith(
+        f"Ranked by customer interactions, most first: 1. {first['title']} ("
     )
