@@ -62,24 +62,17 @@ _FACT_FIGURE = re.compile(
     r"|(?<![\w.,])\d[\d,.]*\d(?![\w])",
     re.I,
 )
+_NUMBER = re.compile(r"\d[\d,.]*")
 _LIST_NUMBER = re.compile(r"(?m)^[ \t]*\d{1,2}[.)][ \t]")
 _BOLD = re.compile(r"\*\*([^*\n]{3,80})\*\*(\s*:)?")
 _WORD = re.compile(r"[a-z][a-z0-9]{2,}")
 _TITLE_WORD = re.compile(r"[A-Z0-9][\w'-]*")
 
 
-def answer_problem(
-    text: str, outputs: Outputs, question: str = "", earlier: Sequence[str] = ()
-) -> str | None:
-    """What is wrong with the answer, in a sentence for the model; None when nothing is.
-    `earlier`: the chat's answers before this question (earlier_answers)."""
+def answer_problem(text: str, outputs: Outputs, question: str = "") -> str | None:
+    """What is wrong with the answer, in a sentence for the model; None when nothing is."""
     if looks_unusable(text):
         return "Your answer repeated tool data instead of answering."
-    if repeats_earlier(text, earlier):
-        return (
-            "Your answer repeats your earlier answer word for word instead of answering the "
-            f"new question ({question!r})."
-        )
     if named := sorted({name for name, _ in outputs if name in text}):
         return (
             f"Your answer talks about the tool {named[0]} instead of answering with what it "
@@ -138,14 +131,24 @@ def earlier_answers(messages: Sequence[Message]) -> list[str]:
     return [m.content for m in before if m.role == "assistant" and m.content.strip()]
 
 
-def repeats_earlier(text: str, earlier: Sequence[str]) -> bool:
-    """The answer restates an earlier answer of the chat nearly word for word: asked "how
-    much is it?" after "what's our most popular bakery product?", a 1.5B wrote its
-    popularity answer again, though the price was in the results it had just read."""
+def repeated(text: str, earlier: Sequence[str], question: str) -> str | None:
+    """The answer restates an earlier answer of the chat, the same figures in nearly the same
+    words: asked "how much is it?" after "what's our most popular bakery product?", a 1.5B
+    wrote its popularity answer again, though the price was in the results it had just read.
+    Only a correction: a repeat after it is kept (it hides nothing), never composed. "And
+    social?" after a web count reads alike but states other figures: not a repeat."""
     mine = _plain(text)
-    return bool(mine) and any(
-        SequenceMatcher(None, mine, _plain(e)).ratio() >= REPEATED for e in earlier
-    )
+    for answer in map(_plain, earlier):
+        if (
+            mine
+            and _NUMBER.findall(mine) == _NUMBER.findall(answer)
+            and SequenceMatcher(None, mine, answer).ratio() >= REPEATED
+        ):
+            return (
+                "Your answer repeats your earlier answer instead of answering the new "
+                f"question ({question!r})."
+            )
+    return None
 
 
 def _plain(text: str) -> str:

@@ -29,6 +29,7 @@ from crow.chat.agent.checks import (
     answer_problem,
     correction,
     earlier_answers,
+    repeated,
     unsourced_answer,
 )
 from crow.chat.agent.compose import ECHO_STOPS, compose
@@ -191,16 +192,18 @@ class Agent:
     async def _checked(
         self, run: AgentRun, text: str, fallback: str | None
     ) -> tuple[str, str | None]:
-        """One correction round for an answer that fails a check, then the composed answer."""
-        question, earlier = question_of(run.messages), earlier_answers(run.messages)
-        problem = answer_problem(text, run.outputs, question, earlier)
+        """One correction round for an answer that fails a check, then the composed answer
+        (a repeat of an earlier answer only gets the correction)."""
+        question = question_of(run.messages)
+        problem = answer_problem(text, run.outputs, question)
+        problem = problem or repeated(text, earlier_answers(run.messages), question)
         if problem is None or not run.outputs:
             return text, fallback
         log.info("answer check failed (%s): %.200r", problem, text)
         run.messages += [Message.assistant(text), Message.user(correction(problem))]
         with contextlib.suppress(ModelError):
             text = (await self._step(run, tools=False)).text
-            if (problem := answer_problem(text, run.outputs, question, earlier)) is None:
+            if (problem := answer_problem(text, run.outputs, question)) is None:
                 return text, fallback
             log.info("corrected answer failed too (%s): %.200r", problem, text)
         return compose(run.outputs), "composed"

@@ -87,11 +87,22 @@ def test_an_answer_that_repeats_the_earlier_one_gets_one_correction_round(demo):
     assert correction.role == "user" and "'how much is it?'" in correction.content
     assert answer.content.startswith("Summit Dome 2 costs 199.00.") and answer.fallback is None
 
-    # the same question asked again may get the same answer: no correction
+    # repeated again after the correction: kept (it hides nothing), never composed
+    twice = ScriptedChatModel(
+        [call("search_products", query="Summit Dome 2"), *[AssistantTurn(text=earlier)] * 2]
+    )
+    kept = asyncio.run(Agent(twice).run(history, ctx_for(demo)))
+    twice.assert_complete()
+    assert kept.fallback is None and kept.content.startswith("The most popular tent is")
+
+    # the same question asked again may get the same answer, and a follow-up's answer in the
+    # same words with other figures is no repeat: no correction
     again = [*history[:3], Message.user("what's our most popular tent?")]
-    same = ScriptedChatModel([call("search_products", query="tent"), AssistantTurn(text=earlier)])
-    assert asyncio.run(Agent(same).run(again, ctx_for(demo))).fallback is None
-    same.assert_complete()
+    alike = "The most popular tent is Summit Dome 3, with 412 interactions."
+    for messages, text in ((again, earlier), (history, alike)):
+        model = ScriptedChatModel([call("search_products", query="tent"), AssistantTurn(text=text)])
+        assert asyncio.run(Agent(model).run(messages, ctx_for(demo))).fallback is None
+        model.assert_complete()
 
 
 def test_a_comparison_with_the_channels_beside_a_channels_count_passes(demo):
