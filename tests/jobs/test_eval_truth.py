@@ -127,7 +127,11 @@ def test_a_follow_up_is_asked_after_its_history_and_graded_on_its_own_answer(dem
     assert follow_up[-1] == question["query"]
     assert row["correct"] is True and row["tools_ok"] is True and row["grounded"] is True
 
-    model = ScriptedChatModel([web, count, web, count])  # the follow-up forgot the window
+    def again(messages, tools, params):  # after the correction, the same answer again
+        return AssistantTurn(text=messages[-2].content)
+
+    # the follow-up forgot the window; its repeat of the earlier answer is corrected once, in vain
+    model = ScriptedChatModel([web, count, web, count, again])
     row = asyncio.run(evaluate_question(Agent(model).run, question, env))
     assert row["correct"] is False
     summary = summarize([row, {**row, "correct": True}, {**row, "correct": None}])
