@@ -139,7 +139,8 @@ def test_closing_the_stream_stops_the_answer_in_the_orchestrator(app):
                 if "Chapter 3 " in seen:
                     break  # closes the stream
     messages: list[dict] = []
-    deadline = time.monotonic() + 20
+    # in one full test run the stopped answer was not stored within 20 s (passed alone)
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline and len(messages) < 2:
         time.sleep(0.2)
         messages = httpx.get(f"{url}/api/v1/chat/sessions/{sid}/messages", headers=headers).json()[
