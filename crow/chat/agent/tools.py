@@ -15,13 +15,18 @@ from typing import TYPE_CHECKING, Any
 from crow.chat.agent.charts import Chart, products_chart, summary_charts
 from crow.chat.agent.context import ToolContext
 from crow.chat.agent.cues import (
-    asks_confidence,
     asks_price,
     category_named,
-    channels_named,
     names_no_topic,
 )
-from crow.chat.agent.passages import closest, closest_sentence
+from crow.chat.agent.in_words import (
+    compared_lead,
+    patterns_in_words,
+    product_in_words,
+    products_in_words,
+    summary_in_words,
+)
+from crow.chat.agent.passages import closest_sentence
 from crow.chat.agent.sources import Source
 from crow.chat.agent.tool_args import (
     InteractionArgs,
@@ -95,40 +100,8 @@ async def get_interaction_summary(args: SummaryArgs, ctx: ToolContext) -> ToolOu
         content |= {"busiest_channel": next(iter(ranked)), "quietest_channel": [*ranked][-1]}
     if s["first_at"]:
         content["period"] = f"{_day(s['first_at'])} to {_day(s['last_at'])}"
-    content["in_words"] = _compared(content, ctx.question) + _summary_in_words(content)
+    content["in_words"] = compared_lead(content, ctx.question) + summary_in_words(content)
     return ToolOutput(content, charts=summary_charts(s, args.channel))
-
-
-def _compared(c: dict[str, Any], question: str) -> str:
-    """The channels the question compares, first ("cameras or social? need both numbers"):
-    given every channel's count, a 1.5B stated the total, or only the channel it had asked
-    for."""
-    counts = c.get("every_channel_same_period") or c["by_channel"]
-    named = sorted(
-        (ch for ch in channels_named(question) if ch in counts), key=lambda ch: -counts[ch]
-    )
-    if len(named) < 2:
-        return ""
-    figures = " and ".join(f"{ch} {counts[ch]:,} interactions" for ch in named)
-    most = "more" if len(named) == 2 else "the most"
-    return f"The channels asked about: {figures}; {named[0]} has {most}. "
-
-
-def _summary_in_words(c: dict[str, Any]) -> str:
-    """The counts as a sentence with the figures as an answer writes them (a small model
-    copies "20,000" correctly where it miswrites 20000), and the period they cover."""
-    scope = f" on the {c['channel']} channel" if c.get("channel") else ""
-    period = f" from {c['period']}" if c.get("period") else ""
-    text = f"{c['total_interactions']:,} interactions{scope}{period}"
-    counts = c.get("every_channel_same_period") or c["by_channel"]
-    parts = ", ".join(f"{n:,} {ch}" for ch, n in counts.items())
-    if c.get("channel") and c.get("busiest_channel"):
-        text += f". Every channel in the same period, for comparison: {parts}"
-    elif c.get("busiest_channel"):
-        text += f": {parts}"
-    if c.get("busiest_channel"):
-        text += f"; busiest {c['busiest_channel']}, quietest {c['quietest_channel']}"
-    return text + "."
 
 
 async def _search(
@@ -174,12 +147,12 @@ async def search_products(args: ProductArgs, ctx: ToolContext) -> ToolOutput:
     content: dict[str, Any] = {"products": rows, "sorted_by": sort}
     priced = asks_price(ctx.question)
     if named is not None and (not hits or named["id"] != hits[0]["id"]):
-        content = {"product_named": _product_in_words(_product_row(named), priced)} | content
+        content = {"product_named": product_in_words(_product_row(named), priced)} | content
         hits += [] if any(h["id"] == named["id"] for h in hits) else [named]
     if category:
         content["ranked"] = f"every {category} product"
     if rows:
-        content["in_words"] = _products_in_words(rows, sort, priced)
+        content["in_words"] = products_in_words(rows, sort, priced)
     return ToolOutput(
         content,
         [Source(type="product", id=h["id"], title=h["title"], detail=h["category"]) for h in hits],
@@ -213,28 +186,6 @@ async def _named_product(
 
 def _title_key(text: str) -> str:
     return " ".join(text.lower().split())
-
-
-def _product_in_words(p: dict[str, Any], priced: bool = False) -> str:
-    if priced:  # asked what it costs, a 1.5B answered with the interactions
-        return (
-            f"{p['title']}: price {p['price']:,.2f} ({p['category']}, "
-            f"{p['interactions']:,} interactions)"
-        )
-    return (
-        f"{p['title']} ({p['category']}): price {p['price']:,.2f}, "
-        f"{p['interactions']:,} interactions"
-    )
-
-
-def _products_in_words(rows: list[dict[str, Any]], sort: str, priced: bool = False) -> str:
-    """The products as numbered text with their figures (a 1.5B reading JSON rows skipped
-    the second of a ranking and answered a price question with the interactions)."""
-    lead = "Ranked by customer interactions, most first: " if sort == "popularity" else ""
-    lead = f"Prices asked for. {lead}" if priced else lead
-    return lead + "; ".join(
-        f"{i}. {_product_in_words(p, priced)}" for i, p in enumerate(rows, start=1)
-    )
 
 
 async def search_interactions(args: InteractionArgs, ctx: ToolContext) -> ToolOutput:
@@ -281,30 +232,10 @@ async def search_patterns(args: PatternArgs, ctx: ToolContext) -> ToolOutput:
     ]
     content: dict[str, Any] = {"patterns": rows}
     if rows:
-        content["in_words"] = await _patterns_in_words(rows, ctx)
+        content["in_words"] = await patterns_in_words(rows, ctx)
     return ToolOutput(
         _noted(content, type=args.type, since=args.since),
         [Source(type="pattern", id=h["id"], title=h["title"], detail=h["type"]) for h in hits],
-    )
-
-
-async def _patterns_in_words(rows: list[dict[str, Any]], ctx: ToolContext) -> str:
-    """The patterns as numbered text with their confidence, led by the one the question asks
-    about with its finding: the most confident, asked how sure ("which anomaly are you most
-    confident about?": a 1.5B named another of the six rows, 3 times of 3), else the one
-    closest to the user's question (the model's query is often only the topic, and a 1.5B
-    stated another row's store)."""
-    if asks_confidence(ctx.question):
-        lead, top = "Most confident", max(rows, key=lambda p: p["confidence"])
-    else:
-        lead, top = "Closest to the question", rows[0]
-        if ctx.question.strip() and len(rows) > 1:
-            texts = [f"{p['title']}. {p['description']}" for p in rows]
-            top = rows[(await closest(ctx, ctx.question, texts))[0]]
-    found = f"{lead}: {top['title']} ({top['type']}, confidence {top['confidence']:.2f}): "
-    return f"{found}{top['description']} All read: " + "; ".join(
-        f"{i}. {p['title']} ({p['type']}, confidence {p['confidence']:.2f})"
-        for i, p in enumerate(rows, start=1)
     )
 
 

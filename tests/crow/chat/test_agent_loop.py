@@ -211,7 +211,7 @@ def test_the_same_query_text_is_embedded_once(demo):
     )
     run(Agent(model), ctx_for(demo, embedder=counting))
     # the three queries once; the patterns' own texts are embedded to pick the one the
-    # question asks about (tools._patterns_in_words)
+    # question asks about (in_words.patterns_in_words)
     queries = [t for t in counting.texts if "".join(t.lower().split()) == "rainjacket"]
     assert queries == ["rain jacket"]
 

@@ -1,0 +1,85 @@
+"""The written line of a tool's result (``in_words``): its figures as an answer writes them,
+led by what the user's question asks about. A small model copies this line more reliably
+than it reads JSON rows; the call and the rows stay the model's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from crow.chat.agent.context import ToolContext
+from crow.chat.agent.cues import asks_confidence, channels_named
+from crow.chat.agent.passages import closest
+
+
+def compared_lead(c: dict[str, Any], question: str) -> str:
+    """The channels the question compares, first ("cameras or social? need both numbers"):
+    given every channel's count, a 1.5B stated the total, or only the channel it had asked
+    for."""
+    counts = c.get("every_channel_same_period") or c["by_channel"]
+    named = sorted(
+        (ch for ch in channels_named(question) if ch in counts), key=lambda ch: -counts[ch]
+    )
+    if len(named) < 2:
+        return ""
+    figures = " and ".join(f"{ch} {counts[ch]:,} interactions" for ch in named)
+    most = "more" if len(named) == 2 else "the most"
+    return f"The channels asked about: {figures}; {named[0]} has {most}. "
+
+
+def summary_in_words(c: dict[str, Any]) -> str:
+    """The counts as a sentence with the figures as an answer writes them (a small model
+    copies "20,000" correctly where it miswrites 20000), and the period they cover."""
+    scope = f" on the {c['channel']} channel" if c.get("channel") else ""
+    period = f" from {c['period']}" if c.get("period") else ""
+    text = f"{c['total_interactions']:,} interactions{scope}{period}"
+    counts = c.get("every_channel_same_period") or c["by_channel"]
+    parts = ", ".join(f"{n:,} {ch}" for ch, n in counts.items())
+    if c.get("channel") and c.get("busiest_channel"):
+        text += f". Every channel in the same period, for comparison: {parts}"
+    elif c.get("busiest_channel"):
+        text += f": {parts}"
+    if c.get("busiest_channel"):
+        text += f"; busiest {c['busiest_channel']}, quietest {c['quietest_channel']}"
+    return text + "."
+
+
+def product_in_words(p: dict[str, Any], priced: bool = False) -> str:
+    if priced:  # asked what it costs, a 1.5B answered with the interactions
+        return (
+            f"{p['title']}: price {p['price']:,.2f} ({p['category']}, "
+            f"{p['interactions']:,} interactions)"
+        )
+    return (
+        f"{p['title']} ({p['category']}): price {p['price']:,.2f}, "
+        f"{p['interactions']:,} interactions"
+    )
+
+
+def products_in_words(rows: list[dict[str, Any]], sort: str, priced: bool = False) -> str:
+    """The products as numbered text with their figures (a 1.5B reading JSON rows skipped
+    the second of a ranking and answered a price question with the interactions)."""
+    lead = "Ranked by customer interactions, most first: " if sort == "popularity" else ""
+    lead = f"Prices asked for. {lead}" if priced else lead
+    return lead + "; ".join(
+        f"{i}. {product_in_words(p, priced)}" for i, p in enumerate(rows, start=1)
+    )
+
+
+async def patterns_in_words(rows: list[dict[str, Any]], ctx: ToolContext) -> str:
+    """The patterns as numbered text with their confidence, led by the one the question asks
+    about with its finding: the most confident, asked how sure ("which anomaly are you most
+    confident about?": a 1.5B named another of the six rows, 3 times of 3), else the one
+    closest to the user's question (the model's query is often only the topic, and a 1.5B
+    stated another row's store)."""
+    if asks_confidence(ctx.question):
+        lead, top = "Most confident", max(rows, key=lambda p: p["confidence"])
+    else:
+        lead, top = "Closest to the question", rows[0]
+        if ctx.question.strip() and len(rows) > 1:
+            texts = [f"{p['title']}. {p['description']}" for p in rows]
+            top = rows[(await closest(ctx, ctx.question, texts))[0]]
+    found = f"{lead}: {top['title']} ({top['type']}, confidence {top['confidence']:.2f}): "
+    return f"{found}{top['description']} All read: " + "; ".join(
+        f"{i}. {p['title']} ({p['type']}, confidence {p['confidence']:.2f})"
+        for i, p in enumerate(rows, start=1)
+    )
