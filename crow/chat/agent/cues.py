@@ -1,8 +1,12 @@
-"""The cue-word vocabulary: small talk, count questions, product queries without a topic.
+"""The cue-word vocabulary: small talk, follow-ups, counts, rankings, channels, patterns and
+their kinds, prices, the questions inside a request.
 
-Read by the intent router's refinement (crow.chat.agent.intent), whose reading reaches the model
-as a hint, by the products tool (a query that names no topic ranks the whole catalog) and by
-the scripted test models; nothing here decides which tool is called.
+Read by the intent router's refinement (crow.chat.agent.intent) and the guidance, whose
+reading reaches the model as a hint; by the tools, to lead a result with what the question
+asks (a query that names no topic ranks the whole catalog, the compared channels, a price,
+the most confident pattern of a kind, each part of a question in two); by the answer checks
+(a comparison answered with one side); and by the scripted test models. Nothing here decides
+which tool is called.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ def is_small_talk(message: str) -> bool:
 
 _WORD = r"[\w&'-]+"
 _FOLLOW_UP = re.compile(
-    r"^\W*(and|also|only|just|what about|how about|same for)\b|\b(those|these|them|they)\b"
+    r"^\W*(?:(?:ok(?:ay)?|so|right)\W+)?(and|also|only|just|what about|how about|same for)\b|\b(those|these|them|they)\b"
     # "the jackets one", "the delivery slot one": up to three words, spelled out (no nesting)
     rf"|\bthe {_WORD} one\b|\bthe {_WORD} {_WORD} one\b|\bthe {_WORD} {_WORD} {_WORD} one\b",
     re.I,
@@ -42,7 +46,27 @@ def is_follow_up(message: str) -> bool:
     """A short question that leans on the one before it ("And on the web?", "Which of those
     ...?", "the jackets one - which store?"): read alone, it lacks the topic or the filters
     it keeps."""
-    return len(message.split()) <= 12 and bool(_FOLLOW_UP.search(message))
+    return len(message.split()) <= 14 and bool(_FOLLOW_UP.search(message))
+
+
+_SUBSTITUTE = re.compile(
+    r"^\W*(?:(?:ok(?:ay)?|so|right)\W+)?(?:and|also|what about|how about|same for|what if|"
+    r"and what about|and how about)\b(?P<rest>.*)$",
+    re.I,
+)
+_OWN_QUESTION = re.compile(
+    r"^\W*(how|which|what|who|whom|where|when|why|is|are|does|do|did|can|could|was|were|has|"
+    r"have|will)\b",
+    re.I,
+)
+
+
+def only_substitutes(message: str) -> bool:
+    """A follow-up that asks the question before it again about something else ("what about
+    kayaks?", "And on the web?", "ok and if it came by home delivery?"): its lead word is
+    not followed by a question of its own, as in "and how much is it?"."""
+    match = _SUBSTITUTE.match(message.strip())
+    return match is not None and _OWN_QUESTION.match(match["rest"]) is None
 
 
 _COUNT = re.compile(
@@ -55,7 +79,7 @@ _NOT_INTERACTIONS = re.compile(
 )
 
 
-_RANKS = re.compile(r"\b(top|most|least|best|worst|rank\w*|popular)\b", re.I)
+_RANKS = re.compile(r"\b(top|most|least|best|worst|rank\w*|popular|number one)\b", re.I)
 
 
 def is_ranking(message: str) -> bool:
@@ -180,3 +204,113 @@ _CONFIDENCE = re.compile(r"\b(confiden\w*|sure|certain\w*|surest)\b", re.I)
 def asks_confidence(message: str) -> bool:
     """A question about how sure the detection is ("which anomaly are you most sure of?")."""
     return _CONFIDENCE.search(message) is not None
+
+
+_CLAUSES = re.compile(
+    r"(?:[,;]\s*(?:and\s+|but\s+|also\s+|plus\s+)?|(?<!\s)\s+(?:and|but|also|plus)\s+|\?\s+)"
+    r"(?=(?:what|which|how|who|where|when|why|show|list|find|give|tell|are|is|do|does|did|can)\b)",
+    re.I,
+)
+
+
+def split_clauses(question: str) -> list[str]:
+    """The questions inside a request ("how many X, and what Y?" -> two), if more than one."""
+    parts = [p.strip(" ,;?!.") for p in _CLAUSES.split(question)]
+    parts = [p for p in parts if len(p.split()) >= 3]
+    return parts if len(parts) >= 2 else []
+
+
+_PATTERN_WORDS = re.compile(
+    r"\b(patterns?|trends?|anomal(y|ies)|segments?|behaviou?ral|churn(ing)?|affinit(y|ies))\b", re.I
+)
+
+
+def names_patterns(message: str) -> bool:
+    """A question naming detected patterns or their kinds ("any anomalies at Bend?")."""
+    return _PATTERN_WORDS.search(message) is not None
+
+
+_CONFIDENCE_WORDS = re.compile(r"\bconfiden(ce|t)\b", re.I)
+
+
+def names_confidence(message: str) -> bool:
+    """Only a detected pattern carries a confidence: "which one has the highest confidence?"
+    after a list of trends, or "which anomaly are we most confident about", asks for patterns
+    (the router read both as a product ranking, 5 times in the spent sets), also when the
+    knowledge base is near. ("Are you sure?" is not about patterns: see asks_confidence.)"""
+    return _CONFIDENCE_WORDS.search(message) is not None
+
+
+_POPULAR = re.compile(
+    r"\b(most popular|best[- ]?sell\w*|top[- ]sell\w*|top sellers?|sells? (the )?best)\b", re.I
+)
+
+
+def asks_popularity(message: str) -> bool:
+    """ "Most popular", "best-selling", "sells best": what the product search ranks by."""
+    return _POPULAR.search(message) is not None
+
+
+_PRODUCT_WORDS = re.compile(r"\b(products?|items?|skus?|brands?|catalog(ue)?)\b", re.I)
+
+
+def names_products(message: str) -> bool:
+    return _PRODUCT_WORDS.search(message) is not None
+
+
+def ranks_products(message: str) -> bool:
+    """A ranking of products ("what oat milk sells best?", "which two products get the most
+    shopper interest?"): the product search ranks by interactions; the router sent such
+    questions to the knowledge base 3 times in the spent sets."""
+    return asks_popularity(message) or (is_ranking(message) and names_products(message))
+
+
+_LOOKUP = re.compile(r"^\W*(find|show|list|pull up|look up|search|give me (some|a few))\b", re.I)
+
+
+def is_lookup(message: str) -> bool:
+    """A request for the records themselves ("find camera events at Bend")."""
+    return _LOOKUP.match(message) is not None
+
+
+_COMPARED = re.compile(
+    r"\b(or|vs\.?|versus|compared?|comparison|more|less|larger|bigger|smaller|busier|most)\b",
+    re.I,
+)
+_ABOUT = re.compile(r"\b(say|said|saying|mention\w*|about)\b", re.I)
+
+
+def compares_channels(message: str) -> bool:
+    """A question that sets two or three channels side by side ("more activity from the
+    cameras or from social?"), not a lookup of their events or of what they say."""
+    return (
+        len(channels_named(message)) >= 2
+        and _COMPARED.search(message) is not None
+        and not is_lookup(message)
+        and _ABOUT.search(message) is None
+    )
+
+
+_TRAFFIC = re.compile(r"\b(traffic|interactions?|activity|volume|touchpoints?|busier)\b", re.I)
+
+
+def names_traffic(message: str) -> bool:
+    """Words for the amount of interactions ("traffic", "activity", "volume")."""
+    return _TRAFFIC.search(message) is not None
+
+
+_PATTERN_TYPE_WORDS = {
+    "anomaly": re.compile(r"\b(anomal(y|ies|ous)|unusual)\b", re.I),
+    "trend": re.compile(r"\btrend(s|ing)?\b", re.I),
+    "seasonal": re.compile(r"\bseason(al|ally)?\b", re.I),
+    "churn-risk": re.compile(r"\b(churn\w*|lapsed|at risk of leaving)\b", re.I),
+    "affinity": re.compile(r"\b(affinit(y|ies)|bought together)\b", re.I),
+    "segment": re.compile(r"\bsegments?\b", re.I),
+}
+
+
+def pattern_type_named(message: str) -> str | None:
+    """The one kind of detected pattern a question names ("which anomaly ...?" -> anomaly),
+    or None (none or several)."""
+    named = [kind for kind, words in _PATTERN_TYPE_WORDS.items() if words.search(message)]
+    return named[0] if len(named) == 1 else None

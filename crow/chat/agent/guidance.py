@@ -18,9 +18,9 @@ from functools import partial
 import numpy as np
 
 from crow.chat.agent.context import ToolContext
-from crow.chat.agent.cues import is_follow_up, is_small_talk
+from crow.chat.agent.cues import is_follow_up, is_small_talk, only_substitutes, ranks_products
 from crow.chat.agent.intent import IntentRouter, Route
-from crow.chat.agent.nearest import COLLECTIONS, nearer_tools, nearest_scores
+from crow.chat.agent.nearest import nearer_tools, nearest_scores
 from crow.chat.agent.passages import knowledge_base_match
 from models.messages import Message, ToolSpec
 
@@ -154,7 +154,10 @@ class Guidance:
             return None
         if earlier and is_follow_up(question):
             both = f"{earlier} {question}"
-            route = await self._route(both, ctx)
+            # "what about kayaks?" after a return-policy question asks that question again:
+            # routed with both, its new topic pulled the hint to products (and "and on
+            # social?" after a count, to a search)
+            route = await self._route(earlier if only_substitutes(question) else both, ctx)
             if route is None or route.abstained or route.small_talk:
                 return None
             tools = await self._nearer_in_data(route.tools, both, ctx)
@@ -164,7 +167,11 @@ class Guidance:
                 tools,
             )
         route = await self._route(question, ctx)
-        if (route is None or not route.small_talk) and await self._in_knowledge_base(question, ctx):
+        if (
+            (route is None or not route.small_talk)
+            and not ranks_products(question)
+            and await self._in_knowledge_base(question, ctx)
+        ):
             return Hint(f"{_HINT}{KB_HINT}", ("search_org_context",))
         if route is None or route.abstained:
             return None
@@ -191,7 +198,7 @@ class Guidance:
         self, tools: tuple[str, ...], question: str, ctx: ToolContext
     ) -> tuple[str, ...]:
         """The router's tools, checked against the org's own data (crow.chat.agent.nearest)."""
-        if not any(t in COLLECTIONS for t in tools):
+        if not tools:
             return tools
         try:
             async with asyncio.timeout(self.timeout_s):

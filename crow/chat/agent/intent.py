@@ -8,37 +8,38 @@ vote of the 7 nearest examples it replaces routed 168: a nearest-neighbour vote 
 every example added near a question; on the blind set truth_blind7 the agent chose the right
 tools for 0.75 of the questions, on truth_blind8 (with the hint also checked against the
 org's data, crow.chat.agent.nearest) for 0.88. A request made of two questions ("how many X, and what
-Y?") is routed clause by clause. Two cue words then refine what embeddings blur: a count
+Y?") is routed clause by clause. Cue words (crow.chat.agent.cues) then refine what embeddings blur: a count
 question about interactions is a count, not a search (the spec's "COUNT questions:
-get_interaction_summary first"), and a question naming detected patterns or trends asks for
-patterns, also when it is about products. When the nearest example is
+get_interaction_summary first"), so are channels set side by side; a question naming
+detected patterns or trends, or a confidence, asks for patterns, also when it is about
+products; a ranking of products asks for products. When the nearest example is
 not similar enough the router abstains and the model chooses as usual.
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from crow.chat.agent.cues import is_count_question
+from crow.chat.agent.cues import (
+    asks_popularity,
+    compares_channels,
+    is_count_question,
+    is_lookup,
+    names_confidence,
+    names_patterns,
+    names_products,
+    names_traffic,
+    ranks_products,
+    split_clauses,
+)
 from crow.chat.agent.intent_examples import EXAMPLES, INTENT_TOOLS
 
 Embed = Callable[[list[str]], Awaitable[np.ndarray]]
 
-_CLAUSES = re.compile(
-    r"(?:[,;]\s*(?:and\s+|but\s+|also\s+|plus\s+)?|(?<!\s)\s+(?:and|but|also|plus)\s+|\?\s+)"
-    r"(?=(?:what|which|how|who|where|when|why|show|list|find|give|tell|are|is|do|does|did|can)\b)",
-    re.I,
-)
-_PATTERN_CUE = re.compile(
-    r"\b(patterns?|trends?|anomal(y|ies)|segments?|behaviou?ral|churn(ing)?|affinit(y|ies))\b", re.I
-)
-_POPULAR = re.compile(r"\b(most popular|best[- ]?sell\w*|top[- ]sell\w*|top sellers?)\b", re.I)
-_LOOKUP = re.compile(r"^\W*(find|show|list|pull up|look up|search|give me (some|a few))\b", re.I)
 ORDER = ("chat", *INTENT_TOOLS)
 
 
@@ -151,7 +152,8 @@ def fit_softmax(x: np.ndarray, y: np.ndarray, classes: int, c: float, steps: int
 
 
 def refine(question: str, intents: set[str], clauses: Sequence[str]) -> tuple[str, ...]:
-    """Cue words over what the examples voted: counts count, lookups look up, patterns are searched."""
+    """Cue words over what the examples voted: counts count, lookups look up, channels side by
+    side are counted, patterns are searched, product rankings rank products."""
     intents = set(intents)
     if len(intents) > 1:
         intents.discard("chat")  # data wins over small talk
@@ -161,21 +163,22 @@ def refine(question: str, intents: set[str], clauses: Sequence[str]) -> tuple[st
             intents.discard("interactions")
         intents.add("count")
         intents.discard("chat")
-    elif intents == {"count"} and _LOOKUP.match(question):
+    elif intents == {"count"} and is_lookup(question):
         intents = {"interactions"}  # "find ... events" asks for the events, not their number
-    if _PATTERN_CUE.search(question) and "org" not in intents:
-        intents -= {"interactions", "count", "chat"}  # patterns *in* a channel are patterns
+    elif compares_channels(question) and ("org" not in intents or names_traffic(question)):
+        intents = {"count"}  # "is CCTV or web traffic larger?": the summary has every channel
+    if names_confidence(question) or (names_patterns(question) and "org" not in intents):
+        # patterns *in* a channel, of a product line or of a policy's effect are patterns
+        intents -= {"interactions", "count", "chat", "org"}
+        if not names_products(question):
+            intents.discard("products")  # "which anomaly ranks highest" ranks patterns
         intents.add("patterns")
-        if _POPULAR.search(question):
+        if asks_popularity(question):
             intents.add("products")  # popularity is what the product search ranks by
+    elif ranks_products(question) and "count" not in intents:
+        intents -= {"org", "patterns", "interactions", "chat"}
+        intents.add("products")
     return tuple(sorted(intents, key=ORDER.index))
-
-
-def split_clauses(question: str) -> list[str]:
-    """The questions inside a request ("how many X, and what Y?" -> two), if more than one."""
-    parts = [p.strip(" ,;?!.") for p in _CLAUSES.split(question)]
-    parts = [p for p in parts if len(p.split()) >= 3]
-    return parts if len(parts) >= 2 else []
 
 
 def _normalize(matrix: np.ndarray) -> np.ndarray:

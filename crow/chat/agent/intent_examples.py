@@ -61,6 +61,10 @@ EXAMPLES: tuple[tuple[str, str], ...] = (
     ("Tally of customer events per channel, please", "count"),
     ("How many footfall detections do the cameras show?", "count"),
     ("Did interaction volume go up last week? Give me the numbers", "count"),
+    # a channel and a window, no question word: still a number
+    ("social interactions since Monday?", "count"),
+    ("cctv over the past month?", "count"),
+    ("website visits yesterday", "count"),
     # products: catalog lookups, best sellers, items matching a description
     ("Which items sell best?", "products"),
     ("List our most popular products", "products"),

@@ -10,7 +10,7 @@ import asyncio
 from collections.abc import Sequence
 
 from crow.chat.agent.context import ToolContext
-from crow.chat.agent.cues import is_ranking
+from crow.chat.agent.cues import compares_channels, is_count_question, is_ranking
 
 COLLECTIONS = {
     "search_products": "products",
@@ -41,9 +41,24 @@ async def nearest_scores(ctx: ToolContext, question: str) -> dict[str, float]:
     }
 
 
+RESTATES = 0.6
+"""A detected pattern this close to a question that asks for no number ("noticed anything
+about how long people hang around the sleeping bag displays?", "is the social chatter about
+jackets actually growing?") nearly restates it: the hint is the patterns' search, also where
+the router read a count."""
+
+
 def nearer_tools(tools: Sequence[str], scores: dict[str, float], question: str) -> tuple[str, ...]:
     """The router's tools, a search tool among them replaced by the patterns' or the knowledge
-    base's search when the question is much nearer that data (NEAR, CLOSER)."""
+    base's search when the question is much nearer that data (NEAR, CLOSER), and a count
+    that asks for no number by the patterns' search when a pattern restates it (RESTATES)."""
+    if (
+        tools == ("get_interaction_summary",)
+        and scores.get("search_patterns", 0.0) >= RESTATES
+        and not is_count_question(question)
+        and not compares_channels(question)
+    ):
+        return ("search_patterns",)
     best = max(scores, key=lambda t: scores[t], default=None)
     if best is None or best == "search_products" or scores[best] < NEAR:
         return tuple(tools)

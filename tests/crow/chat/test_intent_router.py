@@ -9,8 +9,9 @@ import json
 import numpy as np
 import pytest
 
+from crow.chat.agent.cues import split_clauses
 from crow.chat.agent.guidance import EXAMPLES
-from crow.chat.agent.intent import IntentRouter, Route, fit_softmax, refine, split_clauses
+from crow.chat.agent.intent import IntentRouter, Route, fit_softmax, refine
 from crow.chat.agent.loop import Agent, AgentConfig
 from crow.services import ThreadProxy
 from models.messages import AssistantTurn
@@ -48,6 +49,26 @@ def test_cue_words_refine_what_the_examples_voted():
     )
     # a count of stores is the knowledge base's, not the summary's
     assert refine("How many stores do we have?", {"org"}, []) == ("org",)
+    # only patterns carry a confidence: a ranking by it ranks patterns, not products
+    assert refine("which one has the highest confidence?", {"products"}, []) == ("patterns",)
+    assert refine("Of the churn risks, which are you most confident about?", {"org"}, []) == (
+        "patterns",
+    )
+    # a ranking of products is the product search's, however near the knowledge base is
+    assert refine("what oat milk sells best for us?", {"org"}, []) == ("products",)
+    assert refine("which two items get the most shopper interest?", {"patterns"}, []) == (
+        "products",
+    )
+    # two channels side by side: the summary has both; a lookup of their posts is a search
+    assert refine("Is CCTV or web traffic larger?", {"org"}, []) == ("count",)
+    assert refine("did the cameras or social see more activity?", {"interactions"}, []) == (
+        "count",
+    )
+    assert refine("What do web and social visitors say about tents?", {"interactions"}, []) == (
+        "interactions",
+    )
+    # a policy that differs online and in store is still the knowledge base's
+    assert refine("Is our return policy different online or in store?", {"org"}, []) == ("org",)
 
 
 @pytest.mark.real_model
@@ -196,10 +217,16 @@ def test_a_follow_up_is_routed_with_the_question_it_follows(demo):
         Message.user("And on the web?"),
     ]
     out = asyncio.run(guidance.apply(conversation, ctx_for(demo))).messages
-    assert router.asked == [f"{earlier} And on the web?"]
+    # it only swaps the channel: the earlier question, asked again, is what is routed
+    assert router.asked == [earlier]
     hint = out[-1].content
     assert out[-1].role == "system" and "a follow-up to the previous question" in hint
     assert "get_interaction_summary" in hint and "CCTV" not in hint
+    # a follow-up with a question of its own is routed with the question it follows
+    conversation[-1] = Message.user("And how many were on the web?")
+    router.asked.clear()
+    asyncio.run(guidance.apply(conversation, ctx_for(demo)))
+    assert router.asked == [f"{earlier} And how many were on the web?"]
     # a question that stands on its own is routed alone, whatever came before
     conversation[-1] = Message.user("Which tents are most popular?")
     router.asked.clear()
@@ -216,6 +243,7 @@ def test_a_follow_up_is_routed_with_the_question_it_follows(demo):
         ("Which of those came from Instagram?", True),
         ("the delivery slot one - how much did it go up by?", True),
         ("what's the price of the top one?", True),
+        ("ok and if the stuff that went off came from a home delivery?", True),
         ("Is there one store open on Sundays?", False),
         ("How many web interactions did we have?", False),
         ("Which tents are most popular?", False),
@@ -226,6 +254,24 @@ def test_follow_up_cues(question, follows):
     from crow.chat.agent.cues import is_follow_up
 
     assert is_follow_up(question) is follows
+
+
+@pytest.mark.parametrize(
+    ("question", "substitutes"),
+    [
+        ("what about kayaks?", True),
+        ("And on the web?", True),
+        ("ok and if it came by home delivery?", True),
+        ("and how much is it?", False),
+        ("and which one has the highest confidence?", False),
+        ("Which of those were on Instagram?", False),
+        ("Andrew asked about tents", False),
+    ],
+)
+def test_a_follow_up_that_only_swaps_what_it_asks_about(question, substitutes):
+    from crow.chat.agent.cues import only_substitutes
+
+    assert only_substitutes(question) is substitutes
 
 
 def test_a_question_the_knowledge_base_nearly_restates_gets_the_knowledge_base_hint(demo):
@@ -303,6 +349,15 @@ def test_the_small_model_is_not_offered_the_pattern_type_or_date_filters():
         # not near enough, or not clearly nearer: the router's reading stands
         (("products",), (0.30, 0.45, 0.20), "What do shoppers pair with coffee?", ("products",)),
         (("org",), (0.30, 0.60, 0.52), "How long do refunds take?", ("org",)),
+        # a count that asks for no number, restated by a pattern, is the pattern's
+        (
+            ("count",),
+            (0.40, 0.62, 0.35),
+            "noticed anything about how long people linger at the tent displays?",
+            ("patterns",),
+        ),
+        (("count",), (0.40, 0.62, 0.35), "How many visits did the tent displays get?", ("count",)),
+        (("count",), (0.40, 0.55, 0.35), "anything about the tent displays?", ("count",)),
         # products are never put in, and other tools are left alone
         (("org",), (0.80, 0.30, 0.40), "Price of the Alpine Tent?", ("org",)),
         (
