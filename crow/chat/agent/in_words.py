@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from crow.chat.agent.context import ToolContext
-from crow.chat.agent.cues import asks_confidence, channels_named
+from crow.chat.agent.cues import asks_confidence, channels_named, pattern_type_named
 from crow.chat.agent.passages import closest
 
 
@@ -72,7 +72,10 @@ async def patterns_in_words(rows: list[dict[str, Any]], ctx: ToolContext) -> str
     closest to the user's question (the model's query is often only the topic, and a 1.5B
     stated another row's store)."""
     if asks_confidence(ctx.question):
-        lead, top = "Most confident", max(rows, key=lambda p: p["confidence"])
+        kind = pattern_type_named(ctx.question)
+        ranked = [p for p in rows if p["type"] == kind] or rows  # "which anomaly ...": of those
+        lead, top = "Most confident", max(ranked, key=lambda p: p["confidence"])
+        lead += f" {kind}" if ranked is not rows else ""
     else:
         lead, top = "Closest to the question", rows[0]
         if ctx.question.strip() and len(rows) > 1:

@@ -21,13 +21,32 @@ async def closest(ctx: ToolContext, text: str, candidates: list[str]) -> tuple[i
 
 
 async def closest_sentence(ctx: ToolContext, text: str, bodies: list[str]) -> tuple[str, float]:
-    """The sentence of `bodies` closest to `text`, and its cosine similarity. The user's
-    question, not only a small model's topic query ("return policy" for "how long do I have
-    to return a kayak?"): it otherwise often states the wrong fact of the right document
-    ("3-6 days" for freight)."""
-    sentences = [s for body in bodies for s in _SENTENCE_END.split(body) if s.strip()]
+    """The sentence of `bodies` closest to `text`, and its cosine similarity."""
+    sentences = _sentences(bodies)
     best, score = await closest(ctx, text, sentences)
     return sentences[best], score
+
+
+async def closest_sentences(ctx: ToolContext, texts: list[str], bodies: list[str]) -> list[str]:
+    """For each of `texts`, the sentence of `bodies` closest to it, each sentence once (one
+    embedding batch of the sentences). The user's question, not only a small model's topic
+    query ("return policy" for "how long do I have to return a kayak?"): it otherwise often
+    states the wrong fact of the right document ("3-6 days" for freight). And each part of a
+    question in two ("can we refund the difference, and is there a time limit?"): the one
+    sentence closest to the whole answered its first part, and the 1.5B said there was no
+    time limit."""
+    sentences = _sentences(bodies)
+    vectors = await ctx.embedder.embed(sentences)
+    found: list[str] = []
+    for text in texts:
+        best = sentences[int((vectors @ await ctx.embed(text)).argmax())]
+        if best not in found:
+            found.append(best)
+    return found
+
+
+def _sentences(bodies: list[str]) -> list[str]:
+    return [s for body in bodies for s in _SENTENCE_END.split(body) if s.strip()]
 
 
 async def knowledge_base_match(ctx: ToolContext, text: str, k: int = 3) -> float:

@@ -15,9 +15,12 @@ from typing import TYPE_CHECKING, Any
 from crow.chat.agent.charts import Chart, products_chart, summary_charts
 from crow.chat.agent.context import ToolContext
 from crow.chat.agent.cues import (
+    asks_confidence,
     asks_price,
     category_named,
     names_no_topic,
+    pattern_type_named,
+    split_clauses,
 )
 from crow.chat.agent.in_words import (
     compared_lead,
@@ -26,7 +29,7 @@ from crow.chat.agent.in_words import (
     products_in_words,
     summary_in_words,
 )
-from crow.chat.agent.passages import closest_sentence
+from crow.chat.agent.passages import closest_sentences
 from crow.chat.agent.sources import Source
 from crow.chat.agent.tool_args import (
     InteractionArgs,
@@ -219,6 +222,8 @@ async def search_patterns(args: PatternArgs, ctx: ToolContext) -> ToolOutput:
         min(args.limit, MAX_ROWS),
         flt=SearchFilter(pattern_type=args.type, since=since),
     )
+    if asks_confidence(ctx.question) and (kind := pattern_type_named(ctx.question or args.query)):
+        hits = await _with_most_confident(hits, kind, args.query, ctx, since)
     rows = [
         {
             "id": h["id"],
@@ -237,6 +242,27 @@ async def search_patterns(args: PatternArgs, ctx: ToolContext) -> ToolOutput:
         _noted(content, type=args.type, since=args.since),
         [Source(type="pattern", id=h["id"], title=h["title"], detail=h["type"]) for h in hits],
     )
+
+
+OF_A_KIND = 30  # patterns of one type read for the most confident (an org has under 20)
+
+
+async def _with_most_confident(
+    hits: list[dict[str, Any]],
+    kind: str,
+    query: str,
+    ctx: ToolContext,
+    since: datetime | None,
+) -> list[dict[str, Any]]:
+    """The hits, with the most confident pattern of the kind the question names added when the
+    query did not find it: asked which anomaly it was most sure of, a 1.5B searched "unusual
+    spikes", read six rows without the most confident anomaly, and named the best of those."""
+    flt = SearchFilter(pattern_type=kind, since=since)
+    of_kind = await _search(ctx, "patterns", query, OF_A_KIND, flt=flt)
+    if not of_kind:
+        return hits
+    top = max(of_kind, key=lambda h: h["confidence"])
+    return hits if any(h["id"] == top["id"] for h in hits) else [*hits, top]
 
 
 QUESTION_DOCUMENTS = 2  # what the user's question adds to a knowledge-base search, at most
@@ -272,8 +298,9 @@ async def search_org_context(
     ]
     found: dict[str, Any] = {"documents": rows}
     if rows and (target := question or args.query.strip()):
-        sentence, _ = await closest_sentence(ctx, target, [h["body"] for h in hits])
-        found = {"relevant_sentence": sentence} | found
+        targets = [target, *split_clauses(target)]  # each part of a question in two, too
+        sentences = await closest_sentences(ctx, targets, [h["body"] for h in hits])
+        found = {"relevant_sentence": " ".join(sentences)} | found
     return ToolOutput(
         found,
         [

@@ -261,6 +261,32 @@ def test_a_knowledge_base_search_also_reads_the_documents_the_users_question_fin
     assert asked["relevant_sentence"] in body
 
 
+def test_each_part_of_a_question_in_two_gets_its_knowledge_base_sentence(demo):
+    """ "Can we refund the difference, and is there a time limit?": the one sentence closest to
+    the whole question answered its first part, and a 1.5B said there was no time limit. Each
+    part's closest sentence is named too, each once."""
+    import duckdb
+
+    from crow.chat.agent.passages import _SENTENCE_END
+    from crow.chat.agent.tools import TOOLS_BY_NAME
+
+    glob = demo.lake.parquet_glob(ORG, "documents")
+    with duckdb.connect() as con:
+        bodies = [b for (b,) in con.execute("SELECT body FROM read_parquet(?)", [glob]).fetchall()]
+    first, second = next(
+        (s[0], s[-1]) for b in bodies if len(s := _SENTENCE_END.split(b.strip(" ."))) >= 3
+    )
+    # the tests' hash embedder matches words: each part in its sentence's words
+    question = f"{first.rstrip('.')}, and what is {second.rstrip('.')}?"
+    tool = TOOLS_BY_NAME["search_org_context"]
+    args = {"query": first}
+    out = asyncio.run(tool.invoke(args, ctx_for(demo, question=question))).content
+    assert first.rstrip(".") in out["relevant_sentence"]
+    assert second.rstrip(".") in out["relevant_sentence"]
+    alone = asyncio.run(tool.invoke(args, ctx_for(demo, question=first))).content
+    assert second.rstrip(".") not in alone["relevant_sentence"]
+
+
 def test_the_patterns_read_are_led_by_the_one_the_question_asks_about(demo):
     """A 1.5B asked which pattern it was most sure of named another of the rows it read, and
     asked about one pattern stated another row's store: the result leads with the most
@@ -269,7 +295,7 @@ def test_the_patterns_read_are_led_by_the_one_the_question_asks_about(demo):
     from crow.chat.agent.tools import TOOLS_BY_NAME
 
     tool, args = TOOLS_BY_NAME["search_patterns"], {"query": "seasonal demand", "limit": 6}
-    sure = ctx_for(demo, question="which seasonal pattern are you most confident about?")
+    sure = ctx_for(demo, question="which of these are you most confident about?")
     output = asyncio.run(tool.invoke(args, sure)).content
     rows = output["patterns"]
     top = max(rows, key=lambda p: p["confidence"])
@@ -288,6 +314,32 @@ def test_the_patterns_read_are_led_by_the_one_the_question_asks_about(demo):
     assert all(
         f"{i}. {p['title']} ({p['type']}, confidence {p['confidence']:.2f})" in output["in_words"]
         for i, p in enumerate(rows, start=1)
+    )
+
+
+def test_the_most_confident_pattern_of_the_kind_asked_about_is_read(demo):
+    """Asked which anomaly it was most sure of, a 1.5B searched "unusual spikes" and read six
+    rows without the most confident anomaly: that pattern (from the data, DuckDB) is added to
+    what the query found and leads, as the most confident of its kind."""
+    import duckdb
+
+    from crow.chat.agent.tools import TOOLS_BY_NAME
+
+    glob = demo.lake.parquet_glob(ORG, "patterns")
+    with duckdb.connect() as con:
+        title, confidence = con.execute(
+            "SELECT title, confidence FROM read_parquet(?) WHERE type = 'anomaly' "
+            "ORDER BY confidence DESC LIMIT 1",
+            [glob],
+        ).fetchone()
+    tool, args = TOOLS_BY_NAME["search_patterns"], {"query": "seasonal demand", "limit": 6}
+    alone = asyncio.run(tool.invoke(args, ctx_for(demo))).content["patterns"]
+    assert title not in {p["title"] for p in alone}
+    question = "of the anomalies, which one are you most confident about?"
+    out = asyncio.run(tool.invoke(args, ctx_for(demo, question=question))).content
+    assert [p["title"] for p in out["patterns"]] == [*(p["title"] for p in alone), title]
+    assert out["in_words"].startswith(
+        f"Most confident anomaly: {title} (anomaly, confidence {confidence:.2f})"
     )
 
 
