@@ -15,6 +15,7 @@ from difflib import SequenceMatcher
 from typing import Any
 
 from crow.chat.agent.compose import ECHO_STOPS
+from crow.chat.agent.cues import channels_named
 from crow.chat.agent.sources import with_footnotes
 from models.messages import Message
 
@@ -180,6 +181,13 @@ def wrong_counts(text: str, summaries: list[dict[str, Any]]) -> list[int]:
     """The counts the answer states when none of them is a figure a summary returned (a
     rounded figure within 2% of one, like "about 12,300" or "12.3k", counts as stated)."""
     allowed = _allowed(summaries)
+    stated = _counts_stated(text)
+    if not stated or any(_close(v, allowed) for v in stated):
+        return []
+    return [int(v) for v in stated]
+
+
+def _counts_stated(text: str) -> list[float]:
     stated = []
     for whole, decimals, unit in _FIGURE.findall(_DATE.sub(" ", text)):
         unit = unit.lower()
@@ -189,9 +197,42 @@ def wrong_counts(text: str, summaries: list[dict[str, Any]]) -> list[int]:
         value *= 1000 if unit in ("k", "thousand") else 1
         if value >= 10:
             stated.append(value)
-    if not stated or any(_close(v, allowed) for v in stated):
-        return []
-    return [int(v) for v in stated]
+    return stated
+
+
+def short_of_question(
+    text: str, outputs: Outputs, messages: Sequence[Message], question: str
+) -> str | None:
+    """What an answer that is not wrong leaves of the question (it repeats an earlier answer,
+    or gives one side of a comparison): worth one correction, never a composed answer."""
+    return repeated(text, earlier_answers(messages), question) or half_compared(
+        text, outputs, question
+    )
+
+
+def half_compared(text: str, outputs: Outputs, question: str) -> str | None:
+    """The question sets channels side by side ("compare web and cctv, I need both counts")
+    and the answer states the summary's figure for some of them only: given every channel's
+    count, led by the two asked about, a 1.5B stated the one it had called for. An answer
+    that states no figure, or every one, is left alone. Only a correction: an answer that
+    gives one of two figures is short of the question, not wrong."""
+    named = channels_named(question)
+    if len(named) < 2:
+        return None
+    stated = _counts_stated(text)
+    for name, content in outputs:
+        if name != "get_interaction_summary" or "error" in content:
+            continue
+        counts = content.get("every_channel_same_period") or content.get("by_channel") or {}
+        figures = {ch: int(counts[ch]) for ch in named if ch in counts}
+        given = [ch for ch, n in figures.items() if any(_close(v, {n}) for v in stated)]
+        if len(figures) >= 2 and given and len(given) < len(figures):
+            asked = " and ".join(f"{ch} ({n:,})" for ch, n in figures.items())
+            return (
+                f"The question asks about {asked}; your answer gives the figure for "
+                f"{', '.join(given)} only."
+            )
+    return None
 
 
 def invented_names(text: str, outputs: Outputs, question: str = "") -> list[str]:

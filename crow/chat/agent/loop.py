@@ -28,8 +28,7 @@ from typing import TYPE_CHECKING, Any
 from crow.chat.agent.checks import (
     answer_problem,
     correction,
-    earlier_answers,
-    repeated,
+    short_of_question,
     unsourced_answer,
 )
 from crow.chat.agent.compose import ECHO_STOPS, compose
@@ -193,10 +192,11 @@ class Agent:
         self, run: AgentRun, text: str, fallback: str | None
     ) -> tuple[str, str | None]:
         """One correction round for an answer that fails a check, then the composed answer
-        (a repeat of an earlier answer only gets the correction)."""
+        (a repeat of an earlier answer, or a comparison with one side's figure, only gets the
+        correction)."""
         question = question_of(run.messages)
         problem = answer_problem(text, run.outputs, question)
-        problem = problem or repeated(text, earlier_answers(run.messages), question)
+        problem = problem or short_of_question(text, run.outputs, run.messages, question)
         if problem is None or not run.outputs:
             return text, fallback
         log.info("answer check failed (%s): %.200r", problem, text)

@@ -118,6 +118,40 @@ def test_a_comparison_with_the_channels_beside_a_channels_count_passes(demo):
     assert answer.fallback is None and answer.content == text
 
 
+def test_one_side_of_a_compared_pair_gets_one_correction_round(demo):
+    """Asked for both channels' counts, a 1.5B stated the one it had called for: the
+    correction names both channels with their figures; one side again is kept (short of the
+    question, not wrong), never composed. An answer with both, or with none, passes."""
+    by = demo.analytics.interaction_summary("acme-outdoor")["by_channel"]
+    question = "compare web and cctv interactions, I need both counts"
+    one = f"The web had {by['web']:,} interactions."
+    both = f"The web had {by['web']:,} interactions and the cameras {by['cctv']:,}."
+    model = ScriptedChatModel(
+        [
+            call("get_interaction_summary", channel="web"),
+            AssistantTurn(text=one),
+            AssistantTurn(text=both),
+        ]
+    )
+    answer = run(Agent(model), ctx_for(demo), question)
+    model.assert_complete()
+    correction = model.calls[2].messages[-1].content
+    assert f"web ({by['web']:,})" in correction and f"cctv ({by['cctv']:,})" in correction
+    assert answer.content == both and answer.fallback is None
+
+    twice = ScriptedChatModel(
+        [call("get_interaction_summary", channel="web"), *[AssistantTurn(text=one)] * 2]
+    )
+    kept = run(Agent(twice), ctx_for(demo), question)
+    twice.assert_complete()
+    assert kept.content == one and kept.fallback is None
+
+    for text in (both, "The web is busier than the cameras."):
+        model = ScriptedChatModel([call("get_interaction_summary"), AssistantTurn(text=text)])
+        assert run(Agent(model), ctx_for(demo), question).content == text
+        model.assert_complete()
+
+
 @pytest.mark.parametrize(
     "text",
     [
