@@ -222,7 +222,8 @@ async def search_patterns(args: PatternArgs, ctx: ToolContext) -> ToolOutput:
         min(args.limit, MAX_ROWS),
         flt=SearchFilter(pattern_type=args.type, since=since),
     )
-    if asks_confidence(ctx.question) and (kind := pattern_type_named(ctx.question or args.query)):
+    kind = confidence_kind(args, ctx)
+    if kind:
         hits = await _with_most_confident(hits, kind, args.query, ctx, since)
     rows = [
         {
@@ -237,11 +238,20 @@ async def search_patterns(args: PatternArgs, ctx: ToolContext) -> ToolOutput:
     ]
     content: dict[str, Any] = {"patterns": rows}
     if rows:
-        content["in_words"] = await patterns_in_words(rows, ctx)
+        content["in_words"] = await patterns_in_words(rows, ctx, kind)
     return ToolOutput(
         _noted(content, type=args.type, since=args.since),
         [Source(type="pattern", id=h["id"], title=h["title"], detail=h["type"]) for h in hits],
     )
+
+
+def confidence_kind(args: PatternArgs, ctx: ToolContext) -> str | None:
+    """The kind of pattern whose most confident one the question asks for: named in the
+    question, else in the call ("which one has the highest confidence?" after a list of
+    trends, searched as "trend"); None when the question asks no confidence."""
+    if not asks_confidence(ctx.question):
+        return None
+    return pattern_type_named(ctx.question) or args.type or pattern_type_named(args.query)
 
 
 OF_A_KIND = 30  # patterns of one type read for the most confident (an org has under 20)

@@ -294,7 +294,7 @@ def test_the_patterns_read_are_led_by_the_one_the_question_asks_about(demo):
     numbers every one with its confidence."""
     from crow.chat.agent.tools import TOOLS_BY_NAME
 
-    tool, args = TOOLS_BY_NAME["search_patterns"], {"query": "seasonal demand", "limit": 6}
+    tool, args = TOOLS_BY_NAME["search_patterns"], {"query": "demand ramps", "limit": 6}
     sure = ctx_for(demo, question="which of these are you most confident about?")
     output = asyncio.run(tool.invoke(args, sure)).content
     rows = output["patterns"]
@@ -341,6 +341,12 @@ def test_the_most_confident_pattern_of_the_kind_asked_about_is_read(demo):
     assert out["in_words"].startswith(
         f"Most confident anomaly: {title} (anomaly, confidence {confidence:.2f})"
     )
+    # a follow-up names no kind ("which one has the highest confidence?" after the anomalies):
+    # the kind the model searched for is the one
+    follow_up = ctx_for(demo, question="which one has the highest confidence?")
+    searched = {"query": "anomalies", "limit": 6}
+    out = asyncio.run(tool.invoke(searched, follow_up)).content
+    assert out["in_words"].startswith(f"Most confident anomaly: {title} ")
 
 
 def test_a_count_leads_with_the_channels_the_question_compares(demo):
