@@ -24,6 +24,20 @@ _WORDS_N: dict[str, int] = {w: n for n, w in enumerate(_NUMBER_WORDS, start=1)} 
     "a": 1, "an": 1, "few": 3, "couple of": 2, "a couple of": 2, "fourteen": 14,
     "fifteen": 15, "twenty": 20, "thirty": 30, "sixty": 60, "ninety": 90,
 }  # fmt: skip
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_MONTH = (
+    r"(?P<{}>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
+    r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
+)
+_DAY = r"(?P<{}>\d{{1,2}})(?:st|nd|rd|th)?"
+# A calendar day or month in words: "November 30th", "nov 30, 2026", "30th of November",
+# "November", "november 2026" (a day or month without a year: its latest before the anchor).
+_CALENDAR = re.compile(
+    r"^(?:(?P<open>since|from|after) |(?:on|in|during|for|of) )?(?:the )?(?:"
+    + f"{_MONTH.format('m1')} {_DAY.format('d1')}|{_DAY.format('d2')} (?:of )?{_MONTH.format('m2')}"
+    + f"|{_MONTH.format('m3')})"
+    + r"(?:,? (?P<year>\d{4}))?$"
+)
 _RECENT = {"recent", "recently", "lately", "latest", "new", "newest", "this week"}
 _ALL = {"", "all", "all time", "ever", "any", "anytime", "none", "null"}
 
@@ -85,23 +99,56 @@ def _resolve(expr: str | None, anchor: datetime) -> tuple[datetime | None, datet
         return datetime(anchor.year, 1, 1, tzinfo=UTC), end
     if text in {"this month", "month to date"}:
         return anchor.replace(day=1, hour=0, minute=0, second=0, microsecond=0), end
+    if day := _calendar(" ".join(text.split()), anchor):
+        return day
     m = _SPAN.match(" ".join(text.split()))
     if m and (m["n"] or (m["w"] or "one") in _WORDS_N):
         n = int(m["n"]) if m["n"] else _WORDS_N[m["w"] or "one"]
         return anchor - timedelta(days=n * _UNITS[m["unit"]]), end
     raise TimeWordError(
         f"could not understand the time {_cut(expr)!r}: use an ISO date such as 2026-11-01, "
-        "or words such as 'last week', 'past 30 days', 'yesterday', 'recent'"
+        "or words such as 'last week', 'past 30 days', 'yesterday', 'November 30th', 'recent'"
     )
 
 
 def resolve_range(
     since: str | None, until: str | None, anchor: datetime
 ) -> tuple[datetime | None, datetime | None]:
-    """`since` gives the start of its span, `until` the end of its own (an instant: itself)."""
-    start, _ = resolve(since, anchor)
+    """`since` gives the start of its span, `until` the end of its own (an instant: itself).
+    With no `until`, a calendar day or month in words is the whole of it: "November 30th"
+    is that day ("since November 30th" runs to the latest data)."""
+    start, since_end = resolve(since, anchor)
     until_start, until_end = resolve(until, anchor)
     end = until_end or until_start
+    if not (until or "").strip() and since_end and _names_one_span(since):
+        end = since_end
     if start and end and end <= start:
         raise TimeWordError(f"'until' ({_cut(until)}) must come after 'since' ({_cut(since)})")
     return start, end
+
+
+def _names_one_span(expr: str | None) -> bool:
+    m = _CALENDAR.match(" ".join((expr or "").strip().lower().rstrip(".").split()))
+    return m is not None and not m["open"]
+
+
+def _calendar(text: str, anchor: datetime) -> tuple[datetime, datetime] | None:
+    """The day or month a calendar phrase names ("November 30th" is a day, "november" a
+    month); without a year, the latest one that starts at or before the anchor (asked about
+    "November 30th" with data up to December 2, a small model wrote 2023-11-30)."""
+    m = _CALENDAR.match(text)
+    if m is None:
+        return None
+    month = _MONTHS.index((m["m1"] or m["m2"] or m["m3"])[:3]) + 1
+    day = int(m["d1"] or m["d2"]) if (m["d1"] or m["d2"]) else None
+    year = int(m["year"]) if m["year"] else anchor.year
+    try:
+        start = datetime(year, month, day or 1, tzinfo=UTC)
+    except ValueError:
+        raise TimeWordError(f"{_cut(text)!r} is not a day of the calendar") from None
+    if not m["year"] and start > anchor:
+        start = start.replace(year=year - 1)
+    if day:
+        return start, start + timedelta(days=1)
+    after = datetime(start.year + month // 12, month % 12 + 1, 1, tzinfo=UTC)
+    return start, after

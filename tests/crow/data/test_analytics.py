@@ -119,6 +119,28 @@ def test_dates_and_ranges():
         resolve_range("2026-11-10", "2026-11-01", ANCHOR)
 
 
+def test_calendar_words_name_a_day_or_month_the_latest_before_the_anchor_without_a_year():
+    nov_27 = (datetime(2026, 11, 27, tzinfo=UTC), datetime(2026, 11, 28, tzinfo=UTC))
+    assert resolve("November 27th", ANCHOR) == resolve("on the 27th of Nov", ANCHOR) == nov_27
+    assert resolve("nov 27, 2026", ANCHOR) == nov_27
+    # a day past the anchor's, with no year, is last year's; a month is the whole month
+    assert resolve("December 25", ANCHOR)[0] == datetime(2025, 12, 25, tzinfo=UTC)
+    assert resolve("in november", ANCHOR) == (
+        datetime(2026, 11, 1, tzinfo=UTC),
+        datetime(2026, 12, 1, tzinfo=UTC),
+    )
+    assert resolve("december 2025", ANCHOR)[1] == datetime(2026, 1, 1, tzinfo=UTC)
+    # one day as both ends of a range is that day
+    assert resolve_range("Nov 27", "Nov 27", ANCHOR) == nov_27
+    # alone, a calendar day is that day; "since" it, up to the latest data
+    assert resolve_range("November 27th", None, ANCHOR) == nov_27
+    assert resolve_range("since November 27th", None, ANCHOR) == (nov_27[0], None)
+    with pytest.raises(TimeWordError, match="not a day"):
+        resolve("feb 30", ANCHOR)
+    with pytest.raises(TimeWordError):
+        resolve("mayday", ANCHOR)
+
+
 def test_the_series_counts_each_day_with_gaps_as_zero_and_weeks_for_long_spans(analytics, lake):
     s = analytics.interaction_summary(ORG_A)
     points = dict(s["series"]["points"])
