@@ -44,9 +44,20 @@ _FOLLOW_UP = re.compile(
 
 def is_follow_up(message: str) -> bool:
     """A short question that leans on the one before it ("And on the web?", "Which of those
-    ...?", "the jackets one - which store?"): read alone, it lacks the topic or the filters
-    it keeps."""
-    return len(message.split()) <= 14 and bool(_FOLLOW_UP.search(message))
+    ...?", "the jackets one - which store?", "what does it cost?"): read alone, it lacks the
+    topic or the filters it keeps."""
+    return (len(message.split()) <= 14 and bool(_FOLLOW_UP.search(message))) or refers_back(message)
+
+
+_IT = re.compile(r"\b(it|its|it's|that one|this one)\b", re.I)
+REFERS_BACK_WORDS = 6
+
+
+def refers_back(message: str) -> bool:
+    """A question of a few words about "it" ("what does it cost?", "is it in stock?", "when
+    does it open?"): its subject is the one of the question before, so that question's
+    tools answer it (alone, "cost" read as a knowledge-base question about charges)."""
+    return len(message.split()) <= REFERS_BACK_WORDS and _IT.search(message) is not None
 
 
 _SUBSTITUTE = re.compile(
@@ -188,6 +199,21 @@ def channels_named(message: str) -> list[str]:
     return [channel for channel, words in _CHANNEL_WORDS.items() if words.search(message)]
 
 
+# Words that may stand for a channel without naming one: "store visitors", "posts", "page views".
+_CHANNEL_LIKE = re.compile(
+    r"\b(stores?|shops?|visit\w*|foot|walk[- ]?ins?|floor|aisles?|posts?|mentions?|tweets?|"
+    r"comments?|reviews?|pages?|views?|clicks?|apps?|e-?mails?|chats?|calls?|channels?|"
+    r"digital|physical|offline|in[- ]person)\b",
+    re.I,
+)
+
+
+def names_no_channel(message: str) -> bool:
+    """A question that neither names a channel nor uses a word that could stand for one
+    ("How many interactions did we have on November 30th?")."""
+    return not channels_named(message) and _CHANNEL_LIKE.search(message) is None
+
+
 _PRICE = re.compile(
     r"\b(price[sd]?|pricing|costs?|how much (is|are|does|do|for)|sells? for|go(es)? for)\b", re.I
 )
@@ -198,11 +224,19 @@ def asks_price(message: str) -> bool:
     return _PRICE.search(message) is not None
 
 
-_CONFIDENCE = re.compile(r"\b(confiden\w*|sure|certain\w*|surest)\b", re.I)
+_CONFIDENCE = re.compile(
+    r"\b(confiden\w*|sure|certain\w*|surest)\b"
+    # the top one of a kind of pattern: a pattern's confidence is what ranks it
+    r"|\b(?:top|strongest|highest)\W+(?:[a-z-]+\W+)?(?:one|patterns?|trends?|anomal\w*|"
+    r"segments?|seasonal|churn\w*|affinit\w*)\b",
+    re.I,
+)
 
 
 def asks_confidence(message: str) -> bool:
-    """A question about how sure the detection is ("which anomaly are you most sure of?")."""
+    """A question about how sure the detection is ("which anomaly are you most sure of?"), or
+    for the top pattern of a kind ("and the top affinity one?": a 1.5B named the affinity
+    closest to the words "top affinity")."""
     return _CONFIDENCE.search(message) is not None
 
 

@@ -27,6 +27,13 @@ async def closest_sentence(ctx: ToolContext, text: str, bodies: list[str]) -> tu
     return sentences[best], score
 
 
+NEAR_TIE = 0.05
+"""A second sentence this close (cosine) to the best is given too: asked "what do we charge
+for overnight shipping?", MiniLM put "Standard shipping is free ..." (0.575) just before
+"Expedited (2 days) costs 14.95 USD and overnight 29.95 USD." (0.527), and a 1.5B answered
+with the free shipping."""
+
+
 async def closest_sentences(ctx: ToolContext, texts: list[str], bodies: list[str]) -> list[str]:
     """For each of `texts`, the sentence of `bodies` closest to it, each sentence once (one
     embedding batch of the sentences). The user's question, not only a small model's topic
@@ -34,14 +41,16 @@ async def closest_sentences(ctx: ToolContext, texts: list[str], bodies: list[str
     states the wrong fact of the right document ("3-6 days" for freight). And each part of a
     question in two ("can we refund the difference, and is there a time limit?"): the one
     sentence closest to the whole answered its first part, and the 1.5B said there was no
-    time limit."""
+    time limit. A near tie gives both sentences (NEAR_TIE)."""
     sentences = _sentences(bodies)
     vectors = await ctx.embedder.embed(sentences)
     found: list[str] = []
     for text in texts:
-        best = sentences[int((vectors @ await ctx.embed(text)).argmax())]
-        if best not in found:
-            found.append(best)
+        scores = vectors @ await ctx.embed(text)
+        ranked = scores.argsort()[::-1][:2]
+        for i in ranked:
+            if scores[i] >= scores[ranked[0]] - NEAR_TIE and sentences[i] not in found:
+                found.append(sentences[i])
     return found
 
 

@@ -103,6 +103,13 @@ async def get_interaction_summary(args: SummaryArgs, ctx: ToolContext) -> ToolOu
         content |= {"busiest_channel": next(iter(ranked)), "quietest_channel": [*ranked][-1]}
     if s["first_at"]:
         content["period"] = f"{_day(s['first_at'])} to {_day(s['last_at'])}"
+    elif since or until:  # a window the data does not cover: a year guessed wrong, say
+        data = await ctx.analytics.interaction_summary(ctx.org_id)
+        if data["first_at"]:
+            content["note"] = (
+                f"No interactions in that period; the data runs from {_day(data['first_at'])} "
+                f"to {_day(data['last_at'])}."
+            )
     content["in_words"] = compared_lead(content, ctx.question) + summary_in_words(content)
     return ToolOutput(content, charts=summary_charts(s, args.channel))
 

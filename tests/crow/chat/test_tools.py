@@ -287,6 +287,39 @@ def test_each_part_of_a_question_in_two_gets_its_knowledge_base_sentence(demo):
     assert second.rstrip(".") not in alone["relevant_sentence"]
 
 
+def test_a_sentence_nearly_as_close_as_the_best_is_given_too():
+    """MiniLM put "Standard shipping is free ..." a little closer to "what do we charge for
+    overnight shipping?" than the sentence with the overnight price: a near tie gives both,
+    a clear winner alone."""
+    import numpy as np
+
+    from crow.chat.agent.passages import NEAR_TIE, closest_sentences
+
+    question, near, far = np.eye(3, dtype=np.float32)
+    best = 0.6 * question + 0.8 * far  # cosine 0.6 with the question
+    vectors = {
+        "Q?": question,
+        "Best.": best,
+        "Tied.": (0.6 - NEAR_TIE / 2) * question + (1 - (0.6 - NEAR_TIE / 2) ** 2) ** 0.5 * near,
+        "Apart.": 0.3 * question + 0.954 * near,
+    }
+
+    class Ctx:
+        class embedder:
+            @staticmethod
+            async def embed(texts):
+                return np.stack([vectors[t] for t in texts])
+
+        @staticmethod
+        async def embed(text):
+            return vectors[text]
+
+    found = asyncio.run(closest_sentences(Ctx, ["Q?"], ["Best. Tied. Apart."]))
+    assert found == ["Best.", "Tied."]
+    vectors["Tied."] = vectors["Apart."]
+    assert asyncio.run(closest_sentences(Ctx, ["Q?"], ["Best. Tied. Apart."])) == ["Best."]
+
+
 def test_the_patterns_read_are_led_by_the_one_the_question_asks_about(demo):
     """A 1.5B asked which pattern it was most sure of named another of the rows it read, and
     asked about one pattern stated another row's store: the result leads with the most
@@ -347,6 +380,34 @@ def test_the_most_confident_pattern_of_the_kind_asked_about_is_read(demo):
     searched = {"query": "anomalies", "limit": 6}
     out = asyncio.run(tool.invoke(searched, follow_up)).content
     assert out["in_words"].startswith(f"Most confident anomaly: {title} ")
+    # "the top anomaly one": a pattern's confidence is what ranks it
+    top = ctx_for(demo, question="and the top anomaly one?")
+    out = asyncio.run(tool.invoke({"query": "top anomaly", "limit": 6}, top)).content
+    assert out["in_words"].startswith(f"Most confident anomaly: {title} ")
+
+
+def test_a_count_on_a_calendar_day_counts_that_day_and_a_period_without_data_says_so(demo):
+    """Asked "how many interactions on November 30th?", a 1.5B wrote since 2023-11-30 and
+    answered "0": the day as written counts that day alone, and a window the data does not
+    cover says what the data covers."""
+    import duckdb
+
+    from crow.chat.agent.tools import TOOLS_BY_NAME
+
+    tool = TOOLS_BY_NAME["get_interaction_summary"]
+    glob = demo.lake.parquet_glob(ORG, "interactions")
+    with duckdb.connect() as con:
+        latest, on_latest_day = con.execute(
+            "SELECT max(occurred_at)::DATE, count(*) FILTER (WHERE occurred_at::DATE = "
+            "(SELECT max(occurred_at)::DATE FROM read_parquet($1))) FROM read_parquet($1)",
+            [glob],
+        ).fetchone()
+    day = f"{latest:%B} {latest.day}th"
+    out = asyncio.run(tool.invoke({"since": day}, ctx_for(demo))).content
+    assert out["total_interactions"] == on_latest_day > 0 and "note" not in out
+    empty = asyncio.run(tool.invoke({"since": "2023-11-30", "until": "2023-11-30"}, ctx_for(demo)))
+    assert empty.content["total_interactions"] == 0
+    assert empty.content["note"].startswith("No interactions in that period; the data runs from")
 
 
 def test_a_count_leads_with_the_channels_the_question_compares(demo):
