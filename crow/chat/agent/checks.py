@@ -15,7 +15,7 @@ from difflib import SequenceMatcher
 from typing import Any
 
 from crow.chat.agent.compose import ECHO_STOPS
-from crow.chat.agent.cues import channels_named
+from crow.chat.agent.cues import channels_named, is_follow_up, names_no_channel
 from crow.chat.agent.sources import with_footnotes
 from models.messages import Message
 
@@ -204,10 +204,42 @@ def short_of_question(
     text: str, outputs: Outputs, messages: Sequence[Message], question: str
 ) -> str | None:
     """What an answer that is not wrong leaves of the question (it repeats an earlier answer,
-    or gives one side of a comparison): worth one correction, never a composed answer."""
-    return repeated(text, earlier_answers(messages), question) or half_compared(
-        text, outputs, question
+    gives one side of a comparison, or one channel's count for all of them): worth one
+    correction, never a composed answer."""
+    return (
+        repeated(text, earlier_answers(messages), question)
+        or half_compared(text, outputs, question)
+        or one_channel_for_all(text, outputs, messages, question)
     )
+
+
+def one_channel_for_all(
+    text: str, outputs: Outputs, messages: Sequence[Message], question: str
+) -> str | None:
+    """The question names no channel ("How many interactions did we have on November 30th?"),
+    the model counted one anyway, and the answer states that channel's figure, not the total:
+    a 1.5B counted the web and answered "94" for a day of 174. A follow-up keeps the channel
+    of the question before ("and last week?" after a web count) and is left alone, and so is
+    a question with a word that may stand for a channel ("store visitors")."""
+    if not names_no_channel(question):
+        return None
+    asked = [m.content for m in messages if m.role == "user"]
+    if len(asked) >= 2 and is_follow_up(question) and not names_no_channel(asked[-2]):
+        return None
+    stated = _counts_stated(text)
+    for name, content in outputs:
+        channel, every = content.get("channel"), content.get("every_channel_same_period")
+        if name != "get_interaction_summary" or "error" in content or not (channel and every):
+            continue
+        total, own = sum(every.values()), content["total_interactions"]
+        gives_own = any(_close(v, {own}) for v in stated)
+        if total != own and gives_own and not any(_close(v, {total}) for v in stated):
+            return (
+                f"The question names no channel: all channels together had {total:,} "
+                f"interactions in that period; your answer gives the {channel} channel's "
+                f"{own:,} only."
+            )
+    return None
 
 
 def half_compared(text: str, outputs: Outputs, question: str) -> str | None:
@@ -261,6 +293,7 @@ def _allowed(summaries: list[dict[str, Any]]) -> set[int]:
         out.add(int(summary.get("total_interactions") or 0))
         for key in ("by_channel", "every_channel_same_period"):
             out.update(int(n) for n in (summary.get(key) or {}).values())
+        out.add(sum((summary.get("every_channel_same_period") or {}).values()))  # "in all"
     return {n for n in out if n}
 
 

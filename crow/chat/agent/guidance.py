@@ -18,7 +18,13 @@ from functools import partial
 import numpy as np
 
 from crow.chat.agent.context import ToolContext
-from crow.chat.agent.cues import is_follow_up, is_small_talk, only_substitutes, ranks_products
+from crow.chat.agent.cues import (
+    is_follow_up,
+    is_small_talk,
+    only_substitutes,
+    ranks_products,
+    refers_back,
+)
 from crow.chat.agent.intent import IntentRouter, Route
 from crow.chat.agent.nearest import nearer_tools, nearest_scores
 from crow.chat.agent.passages import knowledge_base_match
@@ -156,8 +162,10 @@ class Guidance:
             both = f"{earlier} {question}"
             # "what about kayaks?" after a return-policy question asks that question again:
             # routed with both, its new topic pulled the hint to products (and "and on
-            # social?" after a count, to a search)
-            route = await self._route(earlier if only_substitutes(question) else both, ctx)
+            # social?" after a count, to a search); "what does it cost?" asks about the
+            # subject of the question before
+            again = only_substitutes(question) or refers_back(question)
+            route = await self._route(earlier if again else both, ctx)
             if route is None or route.abstained or route.small_talk:
                 return None
             tools = await self._nearer_in_data(route.tools, both, ctx)

@@ -35,7 +35,10 @@ def summary_in_words(c: dict[str, Any]) -> str:
     counts = c.get("every_channel_same_period") or c["by_channel"]
     parts = ", ".join(f"{n:,} {ch}" for ch, n in counts.items())
     if c.get("channel") and c.get("busiest_channel"):
-        text += f". Every channel in the same period, for comparison: {parts}"
+        everything = sum(counts.values())
+        text += (
+            f". Every channel in the same period, for comparison: {parts} ({everything:,} in all)"
+        )
     elif c.get("busiest_channel"):
         text += f": {parts}"
     if c.get("busiest_channel"):

@@ -152,6 +152,44 @@ def test_one_side_of_a_compared_pair_gets_one_correction_round(demo):
         model.assert_complete()
 
 
+def test_one_channels_count_for_a_question_about_all_gets_one_correction_round(demo):
+    """Asked how many interactions there were on a day, a 1.5B counted the web and answered
+    with its figure: the correction names the total of every channel; the total then
+    stands. A follow-up to a channel's count, or a question with a word that may stand for a
+    channel, is left alone."""
+    import asyncio
+
+    from models.messages import Message
+
+    by = demo.analytics.interaction_summary("acme-outdoor")["by_channel"]
+    total, web = sum(by.values()), f"There were {by['web']:,} interactions."
+    model = ScriptedChatModel(
+        [
+            call("get_interaction_summary", channel="web"),
+            AssistantTurn(text=web),
+            AssistantTurn(text=f"There were {total:,} interactions."),
+        ]
+    )
+    answer = run(Agent(model), ctx_for(demo), "How many interactions did we have?")
+    model.assert_complete()
+    correction = model.calls[2].messages[-1].content
+    assert f"all channels together had {total:,}" in correction and f"{by['web']:,}" in correction
+    assert answer.content == f"There were {total:,} interactions." and answer.fallback is None
+
+    follow_up = [
+        Message.system("s"),
+        Message.user("how many web interactions do we have?"),
+        Message.assistant("The web had 12,345 interactions."),
+        Message.user("and in the last week?"),
+    ]
+    for messages in (follow_up, [Message.system("s"), Message.user("how many store visits?")]):
+        model = ScriptedChatModel(
+            [call("get_interaction_summary", channel="web"), AssistantTurn(text=web)]
+        )
+        assert asyncio.run(Agent(model).run(messages, ctx_for(demo))).content == web
+        model.assert_complete()
+
+
 @pytest.mark.parametrize(
     "text",
     [

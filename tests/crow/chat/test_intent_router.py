@@ -227,6 +227,11 @@ def test_a_follow_up_is_routed_with_the_question_it_follows(demo):
     router.asked.clear()
     asyncio.run(guidance.apply(conversation, ctx_for(demo)))
     assert router.asked == [f"{earlier} And how many were on the web?"]
+    # a few words about "it" ask about the earlier question's subject: routed as it
+    conversation[-1] = Message.user("what does it cost?")
+    router.asked.clear()
+    asyncio.run(guidance.apply(conversation, ctx_for(demo)))
+    assert router.asked == [earlier]
     # a question that stands on its own is routed alone, whatever came before
     conversation[-1] = Message.user("Which tents are most popular?")
     router.asked.clear()
@@ -244,10 +249,13 @@ def test_a_follow_up_is_routed_with_the_question_it_follows(demo):
         ("the delivery slot one - how much did it go up by?", True),
         ("what's the price of the top one?", True),
         ("ok and if the stuff that went off came from a home delivery?", True),
+        ("what does it cost?", True),
+        ("is it in stock?", True),
         ("Is there one store open on Sundays?", False),
         ("How many web interactions did we have?", False),
         ("Which tents are most popular?", False),
         ("What are they saying about our return policy and how long does it take us?", False),
+        ("How long does it take to ship a kayak to Denver?", False),
     ],
 )
 def test_follow_up_cues(question, follows):
