@@ -157,9 +157,10 @@ def _plain(text: str) -> str:
 
 
 def correction(problem: str) -> str:
+    """What the model reads after the tool results in place of the answer it wrote."""
     return (
-        f"{problem} Answer the question again from the tool results above only, stating "
-        "figures and names exactly as the tools gave them."
+        f"A draft answer was not kept. {problem} Answer the question again from the tool "
+        "results above only, stating figures and names exactly as the tools gave them."
     )
 
 

@@ -200,7 +200,9 @@ class Agent:
         if problem is None or not run.outputs:
             return text, fallback
         log.info("answer check failed (%s): %.200r", problem, text)
-        run.messages += [Message.assistant(text), Message.user(correction(problem))]
+        # The correction alone, not the answer it corrects: shown its own answer, a 1.5B
+        # wrote it again (a one-channel count for two channels, 3 times of 3).
+        run.messages.append(Message.user(correction(problem)))
         with contextlib.suppress(ModelError):
             text = (await self._step(run, tools=False)).text
             if (problem := answer_problem(text, run.outputs, question)) is None:
