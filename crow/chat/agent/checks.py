@@ -132,7 +132,7 @@ def earlier_answers(messages: Sequence[Message]) -> list[str]:
     return [m.content for m in before if m.role == "assistant" and m.content.strip()]
 
 
-def repeated(text: str, earlier: Sequence[str], question: str) -> str | None:
+def repeated(text: str, earlier: Sequence[str], question: str, outputs: Outputs) -> str | None:
     """The answer restates an earlier answer of the chat, the same figures in nearly the same
     words: asked "how much is it?" after "what's our most popular bakery product?", a 1.5B
     wrote its popularity answer again, though the price was in the results it had just read.
@@ -147,13 +147,39 @@ def repeated(text: str, earlier: Sequence[str], question: str) -> str | None:
         ):
             return (
                 "Your answer repeats your earlier answer instead of answering the new "
-                f"question ({question!r})."
+                f"question ({question!r}).{_first_result(outputs)}"
             )
     return None
 
 
+def _first_result(outputs: Outputs) -> str:
+    """The lead of the latest written tool result ("1. Basecamp Daypack 3: price 49.00 ..."),
+    for a correction to point at: asked "how much is it?", a 1.5B repeated its popularity
+    answer though the price led the result it had read, also when told it repeated itself."""
+    lines = [c["in_words"] for _, c in outputs if isinstance(c.get("in_words"), str)]
+    if not lines:
+        return ""
+    lead = lines[-1].split("; ")[0]
+    return f" The tool result for it begins: {lead[:300]!r}."
+
+
 def _plain(text: str) -> str:
     return " ".join(with_footnotes(text, ()).casefold().split())
+
+
+def for_correction(messages: Sequence[Message], problem: str) -> list[Message]:
+    """The conversation the model answers again from: the questions, the calls and their
+    results, then the correction; not the answer it corrects, nor the chat's earlier answers
+    (shown either, a 1.5B wrote it again: a one-channel count for two channels, 3 times of
+    3; its popularity answer to "how much is it?", told it repeated itself and given the
+    price)."""
+    asked = max((i for i, m in enumerate(messages) if m.role == "user"), default=0)
+    kept = [
+        m
+        for i, m in enumerate(messages)
+        if not (i < asked and m.role == "assistant" and not m.tool_calls)
+    ]
+    return [*kept, Message.user(correction(problem))]
 
 
 def correction(problem: str) -> str:
@@ -208,7 +234,7 @@ def short_of_question(
     gives one side of a comparison, or one channel's count for all of them): worth one
     correction, never a composed answer."""
     return (
-        repeated(text, earlier_answers(messages), question)
+        repeated(text, earlier_answers(messages), question, outputs)
         or half_compared(text, outputs, question)
         or one_channel_for_all(text, outputs, messages, question)
     )

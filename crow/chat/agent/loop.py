@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from crow.chat.agent.checks import (
     answer_problem,
-    correction,
+    for_correction,
     short_of_question,
     unsourced_answer,
 )
@@ -200,9 +200,7 @@ class Agent:
         if problem is None or not run.outputs:
             return text, fallback
         log.info("answer check failed (%s): %.200r", problem, text)
-        # The correction alone, not the answer it corrects: shown its own answer, a 1.5B
-        # wrote it again (a one-channel count for two channels, 3 times of 3).
-        run.messages.append(Message.user(correction(problem)))
+        run.messages = for_correction(run.messages, problem)
         with contextlib.suppress(ModelError):
             text = (await self._step(run, tools=False)).text
             if (problem := answer_problem(text, run.outputs, question)) is None:

@@ -85,6 +85,18 @@ def test_an_answer_that_repeats_the_earlier_one_gets_one_correction_round(demo):
     model.assert_complete()
     correction = model.calls[2].messages[-1]
     assert correction.role == "user" and "'how much is it?'" in correction.content
+    # it points at what the new result leads with: the product's price, asked for
+    assert "The tool result for it begins: 'Prices asked for." in correction.content
+    assert "price" in correction.content.split("begins:")[1]
+    # neither the answer it corrects nor the chat's earlier answer is shown again; the
+    # questions, the call and its result are
+    shown = model.calls[2].messages
+    assert all(m.role != "assistant" or m.tool_calls for m in shown)
+    assert [m.content for m in shown if m.role == "user"][:2] == [
+        "what's our most popular tent?",
+        "how much is it?",
+    ]
+    assert any(m.role == "tool" for m in shown)
     assert answer.content.startswith("Summit Dome 2 costs 199.00.") and answer.fallback is None
 
     # repeated again after the correction: kept (it hides nothing), never composed
