@@ -130,7 +130,8 @@ def test_a_follow_up_is_asked_after_its_history_and_graded_on_its_own_answer(dem
     assert row["correct"] is True and row["tools_ok"] is True and row["grounded"] is True
 
     def again(messages, tools, params):  # after the correction, the same answer again
-        return AssistantTurn(text=messages[-2].content)
+        assert messages[-1].role == "user" and messages[-2].role == "tool"  # no draft shown
+        return AssistantTurn(text=json.loads(messages[-2].content)["in_words"])
 
     # the follow-up forgot the window; its repeat of the earlier answer is corrected once, in vain
     model = ScriptedChatModel([web, count, web, count, again])
