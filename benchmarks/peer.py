@@ -41,7 +41,8 @@ from pydantic_ai.providers.openai import OpenAIProvider
 
 from crow.chat.agent.context import ToolContext
 from crow.chat.agent.sources import Source
-from crow.chat.agent.tools import TOOLS, Tool
+from crow.chat.agent.tool import Tool
+from crow.chat.agent.tools import TOOLS
 from crow.settings import AppSettings
 from models.chat import ChatModel
 from models.messages import Message, ModelParams

@@ -16,7 +16,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from crow.chat.agent.tools import Tool
+from crow.chat.agent.tool import Tool
 
 PARTS: tuple[str, ...] = ("model", "embedding", "retrieval", "store", "tools")
 """Priority order. ``tools`` is tool code and analytics queries (DuckDB counts, the time

@@ -24,7 +24,8 @@ from typing import Any
 
 from crow.chat.agent.context import ToolContext
 from crow.chat.agent.loop import AgentConfig
-from crow.chat.agent.tools import TOOLS, Tool
+from crow.chat.agent.tool import Tool
+from crow.chat.agent.tools import TOOLS
 from crow.chat.service import ChatService
 from crow.data.analytics import Analytics
 from crow.data.lake import DataLake

@@ -31,7 +31,8 @@ from crow.chat.agent.context import ToolContext
 from crow.chat.agent.loop import Agent
 from crow.chat.agent.runner import run_tool
 from crow.chat.agent.sources import MAX_UNCITED, Source, select_sources, with_footnotes
-from crow.chat.agent.tools import TOOLS, Tool, ToolOutput
+from crow.chat.agent.tool import Tool, ToolOutput
+from crow.chat.agent.tools import TOOLS
 from crow.data.lake import DataLake
 from crow.data.timewords import TimeWordError, resolve_range
 from crow.ids import is_valid_org_id

@@ -16,7 +16,8 @@ from typing import Any
 
 from crow.chat.agent.loop import Agent, AgentAnswer, AgentConfig
 from crow.chat.agent.prompts import system_prompt
-from crow.chat.agent.tools import TOOLS, Tool
+from crow.chat.agent.tool import Tool
+from crow.chat.agent.tools import TOOLS
 from crow.chat.qna import answer_from_kb
 from crow.facades import StoreFacade
 from crow.metrics import Metrics, NoMetrics

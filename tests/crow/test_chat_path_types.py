@@ -14,7 +14,7 @@ from crow.api import deps, routes_chat
 from crow.app import LocalApp
 from crow.chat.agent.context import ToolContext
 from crow.chat.agent.loop import Agent, AgentAnswer
-from crow.chat.agent.tools import Tool, ToolOutput
+from crow.chat.agent.tool import Tool, ToolOutput
 from crow.chat.service import ChatService
 from crow.facades import (
     AnalyticsFacade,

@@ -38,7 +38,8 @@ from crow.chat.agent.guidance import Guidance, offered, question_of
 from crow.chat.agent.runner import fresh_calls, run_tools
 from crow.chat.agent.sources import Source, select_sources, with_footnotes
 from crow.chat.agent.step import AgentRun, stream_step
-from crow.chat.agent.tools import TOOLS, Tool
+from crow.chat.agent.tool import Tool
+from crow.chat.agent.tools import TOOLS
 from models.chat import ChatModel
 from models.errors import ModelError
 from models.messages import AssistantTurn, Message, ModelParams

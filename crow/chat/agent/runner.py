@@ -12,7 +12,7 @@ from typing import Any
 from crow.chat.agent.context import ToolContext
 from crow.chat.agent.sources import Source
 from crow.chat.agent.step import AgentRun
-from crow.chat.agent.tools import Tool
+from crow.chat.agent.tool import Tool
 from indexes.store import IndexNotFoundError
 from models.messages import Message, ToolCall
 

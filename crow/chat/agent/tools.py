@@ -1,4 +1,5 @@
-"""The five tools of the agent, as data: name, description, typed arguments, async invoke.
+"""The five tools of the agent (crow.chat.agent.tool: name, description, typed arguments,
+async invoke) and what each returns.
 
 Results are compact JSON for the model; every row a tool returns also becomes a typed
 Source, the only things the answer may footnote.
@@ -7,12 +8,9 @@ Source, the only things the answer may footnote.
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from crow.chat.agent.charts import Chart, products_chart, summary_charts
+from crow.chat.agent.charts import products_chart, summary_charts
 from crow.chat.agent.context import ToolContext
 from crow.chat.agent.cues import (
     asks_confidence,
@@ -31,17 +29,16 @@ from crow.chat.agent.in_words import (
 )
 from crow.chat.agent.passages import closest_sentences
 from crow.chat.agent.sources import Source
+from crow.chat.agent.tool import Tool, ToolOutput
 from crow.chat.agent.tool_args import (
     InteractionArgs,
     OrgContextArgs,
     PatternArgs,
     ProductArgs,
     SummaryArgs,
-    ToolArgs,
 )
 from crow.data.timewords import resolve_range
 from indexes.filters import SearchFilter
-from models.messages import ToolSpec
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -50,16 +47,6 @@ if TYPE_CHECKING:
 
 _SNIPPET = 400
 MAX_ROWS = 10  # rows a tool hands the model: more only slows a small model down
-
-
-@dataclass(frozen=True)
-class ToolOutput:
-    content: dict[str, Any]
-    sources: list[Source] = field(default_factory=list)
-    charts: list[Chart] = field(default_factory=list)  # for the answer card, not the model
-
-    def for_model(self) -> str:
-        return json.dumps(self.content, ensure_ascii=False, default=str)
 
 
 async def _window(
@@ -325,39 +312,6 @@ async def search_org_context(
             for h in hits
         ],
     )
-
-
-@dataclass(frozen=True)
-class Tool:
-    name: str
-    description: str
-    args: type[ToolArgs]
-    fn: Callable[[Any, ToolContext], Awaitable[ToolOutput]]
-
-    @property
-    def spec(self) -> ToolSpec:
-        schema = self.args.model_json_schema()
-        params = {
-            "type": "object",
-            "properties": {
-                name: _plain(prop) for name, prop in schema.get("properties", {}).items()
-            },
-        }
-        if schema.get("required"):
-            params["required"] = schema["required"]
-        return ToolSpec(name=self.name, description=self.description, parameters=params)
-
-    async def invoke(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        return await self.fn(self.args.model_validate(arguments), ctx)
-
-
-def _plain(prop: dict[str, Any]) -> dict[str, Any]:
-    """A property schema without pydantic's anyOf-null wrapping, for small models."""
-    out = {k: v for k, v in prop.items() if k not in {"title", "default", "anyOf"}}
-    for option in prop.get("anyOf", []):
-        if option.get("type") != "null":
-            out.update(option)
-    return out
 
 
 TOOLS: tuple[Tool, ...] = (
