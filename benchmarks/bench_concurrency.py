@@ -28,7 +28,7 @@ from typing import Any
 from benchmarks.bench_common import pct
 from benchmarks.questions import all_questions
 from crow.app import LocalApp, chat_model
-from crow.chat.agent.loop import AgentConfig
+from crow.chat.agent.config import AgentConfig
 from crow.chat.service import ChatService
 from crow.settings import AppSettings
 

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from crow.chat.agent.config import AgentConfig
 from crow.chat.agent.context import ToolContext
-from crow.chat.agent.loop import AgentConfig
 from crow.chat.agent.tool import Tool
 from crow.chat.agent.tools import TOOLS
 from crow.chat.service import ChatService

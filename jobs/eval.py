@@ -33,8 +33,9 @@ from typing import Any
 from tqdm import tqdm
 
 from crow.app import LocalApp, chat_model, open_local_app
+from crow.chat.agent.config import AgentConfig
 from crow.chat.agent.context import ToolContext
-from crow.chat.agent.loop import Agent, AgentConfig
+from crow.chat.agent.loop import Agent
 from crow.chat.agent.prompts import system_prompt
 from crow.chat.agent.tools import TOOLS_BY_NAME
 from crow.config_source import CONFIG_HELP, ConfigError, settings_from_config_arg

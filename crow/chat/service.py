@@ -14,7 +14,8 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from crow.chat.agent.loop import Agent, AgentAnswer, AgentConfig
+from crow.chat.agent.config import AgentConfig
+from crow.chat.agent.loop import Agent, AgentAnswer
 from crow.chat.agent.prompts import system_prompt
 from crow.chat.agent.tool import Tool
 from crow.chat.agent.tools import TOOLS

@@ -13,8 +13,9 @@ import pytest
 from pydantic import BaseModel
 
 import deployments.llm_vllm as llm_vllm
+from crow.chat.agent.config import AgentConfig
 from crow.chat.agent.context import ToolContext
-from crow.chat.agent.loop import Agent, AgentConfig
+from crow.chat.agent.loop import Agent
 from crow.settings import AppSettings
 from deployments.llm_vllm import VLLMHandleChatModel, wire_payloads
 from models.chat import collect

@@ -23,7 +23,7 @@ import time
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from crow.chat.agent.checks import (
     answer_problem,
@@ -32,6 +32,7 @@ from crow.chat.agent.checks import (
     unsourced_answer,
 )
 from crow.chat.agent.compose import ECHO_STOPS, compose
+from crow.chat.agent.config import AgentConfig
 from crow.chat.agent.context import ToolContext
 from crow.chat.agent.events import Emit, events_of
 from crow.chat.agent.guidance import Guidance, offered, question_of
@@ -45,30 +46,7 @@ from models.errors import ModelError
 from models.messages import AssistantTurn, Message, ModelParams
 from models.toolparse import retry_message
 
-if TYPE_CHECKING:
-    from crow.settings import AppSettings
-
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class AgentConfig:
-    max_iterations: int = 5
-    tool_timeout_s: float = 15.0
-    model_timeout_s: float = 90.0
-    max_tokens: int = 512
-    hints: bool = False
-    """Guidance for small models: examples and a routing hint the model reads, no decisions."""
-
-    @classmethod
-    def from_settings(cls, s: AppSettings) -> AgentConfig:
-        return cls(
-            max_iterations=s.limits.max_iterations,
-            tool_timeout_s=s.timeouts.tool_s,
-            model_timeout_s=s.timeouts.model_s,
-            max_tokens=s.llm.max_tokens,
-            hints=s.agent_guidance == "hints",
-        )
 
 
 @dataclass

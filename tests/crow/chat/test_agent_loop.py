@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from crow.chat.agent.loop import Agent, AgentConfig
+from crow.chat.agent.config import AgentConfig
+from crow.chat.agent.loop import Agent
 from crow.services import ThreadProxy
 from models.errors import ModelTimeout
 from models.messages import AssistantTurn, InvalidToolCall, Message, ToolCall

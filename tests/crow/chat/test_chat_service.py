@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from crow.chat.agent.loop import AgentConfig
+from crow.chat.agent.config import AgentConfig
 from crow.chat.service import SessionNotFound
 from crow.store.chat_store import ChatStore
 from models.errors import ModelTimeout

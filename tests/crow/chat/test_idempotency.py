@@ -8,7 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from crow.api.app import create_app
-from crow.chat.agent.loop import AgentConfig
+from crow.chat.agent.config import AgentConfig
 from crow.chat.service import AnswerInProgress, ChatService, SessionNotFound
 from models.messages import AssistantTurn
 from models.testing import ScriptedChatModel
@@ -144,7 +144,7 @@ def test_a_long_answer_keeps_its_claim_alive(demo, store, monkeypatch):
 
 
 def test_qna_answers_with_the_configured_model_timeout_and_token_cap(demo, store):
-    from crow.chat.agent.loop import AgentConfig
+    from crow.chat.agent.config import AgentConfig
 
     model = ScriptedChatModel()
     model.add(AssistantTurn(text="Sixty days."))

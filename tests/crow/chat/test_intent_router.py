@@ -9,10 +9,11 @@ import json
 import numpy as np
 import pytest
 
+from crow.chat.agent.config import AgentConfig
 from crow.chat.agent.cues import split_clauses
 from crow.chat.agent.guidance import EXAMPLES
 from crow.chat.agent.intent import IntentRouter, Route, fit_softmax, refine
-from crow.chat.agent.loop import Agent, AgentConfig
+from crow.chat.agent.loop import Agent
 from crow.services import ThreadProxy
 from models.messages import AssistantTurn
 from models.testing import ScriptedChatModel

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from crow.chat.agent.loop import AgentConfig
+from crow.chat.agent.config import AgentConfig
 from crow.chat.service import AnswerNotFound, NotLatestAnswer, SessionNotFound
 from crow.store.chat_store import ChatStore
 from models.messages import AssistantTurn, TextDelta, TurnDone
