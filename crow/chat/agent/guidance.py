@@ -59,7 +59,8 @@ the earlier question)
 - after a search for X, "which of those mention Y?" -> search_interactions {"query": "X Y"}
 - "good morning!", "thank you!" -> no tool; reply briefly.
 When a tool result answers the question, answer it: the figure or names it asks for, first, \
-in a sentence."""
+in a sentence. A question that asks for two things (a start and an end, a fee and a limit, \
+how long and how much) is answered with both, each from the result."""
 
 
 KB_MATCH = 0.66
