@@ -186,6 +186,13 @@ def category_named(query: str, categories: list[str]) -> str | None:
     return named[0] if len(named) == 1 else None
 
 
+def shares_no_word(query: str, texts: list[str]) -> bool:
+    """A product query with a topic none of `texts` (the found products' titles and
+    categories) has a word of: "gift card" found chocolate bars, nearest by meaning only."""
+    wanted = _stems(query) - _NO_TOPIC_STEMS
+    return bool(wanted) and not any(wanted & _stems(text) for text in texts)
+
+
 _CHANNEL_WORDS = {
     "web": re.compile(r"\b(web|website|site|online|browser)\b", re.I),
     "cctv": re.compile(r"\b(cctv|cameras?|in[- ]store)\b", re.I),

@@ -18,6 +18,7 @@ from crow.chat.agent.cues import (
     category_named,
     names_no_topic,
     pattern_type_named,
+    shares_no_word,
     split_clauses,
 )
 from crow.chat.agent.in_words import (
@@ -148,6 +149,16 @@ async def search_products(args: ProductArgs, ctx: ToolContext) -> ToolOutput:
         hits += [] if any(h["id"] == named["id"] for h in hits) else [named]
     if category:
         content["ranked"] = f"every {category} product"
+    elif (
+        rows
+        and named is None
+        and shares_no_word(query, [f"{r['title']} {r['category']}" for r in rows])
+    ):
+        content["note"] = (
+            f"no product found has a word of '{query}' in its name or category: these are "
+            "only the nearest by meaning (what the company offers beyond its catalog, its "
+            "services and policies, is in search_org_context)"
+        )
     if rows:
         content["in_words"] = products_in_words(rows, sort, priced)
     return ToolOutput(

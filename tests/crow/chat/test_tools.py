@@ -121,6 +121,33 @@ def test_a_topic_that_is_no_category_ranks_the_products_most_like_it(demo):
     assert all("jacket" in (p["title"] + p["category"]).lower() for p in output["products"])
 
 
+def test_products_that_share_no_word_with_the_query_say_they_are_only_the_nearest(demo):
+    """A 1.5B searched the catalog for gift cards, found chocolate bars nearest by meaning
+    and gave their prices as the cards' range; the result now says no product matched."""
+    from crow.chat.agent.tools import TOOLS_BY_NAME
+
+    search = TOOLS_BY_NAME["search_products"]
+    gift = asyncio.run(search.invoke({"query": "gift card"}, ctx_for(demo))).content
+    assert gift["products"] and "'gift card'" in gift["note"]
+    assert "search_org_context" in gift["note"]
+    for query in ("rain jackets", "tents", "top products"):
+        assert "note" not in asyncio.run(search.invoke({"query": query}, ctx_for(demo))).content
+
+
+@pytest.mark.parametrize(
+    ("query", "texts", "none"),
+    [
+        ("gift card", ["Harvest Moon Dark Chocolate Value Size Snacks"], True),
+        ("rain jackets", ["Summit Rain Jacket XT Jackets"], False),  # a plural's stem
+        ("our best sellers", ["Summit Fleece Eco Jackets"], False),  # no topic
+    ],
+)
+def test_a_query_shares_no_word_only_when_no_found_text_has_one(query, texts, none):
+    from crow.chat.agent.cues import shares_no_word
+
+    assert shares_no_word(query, texts) is none
+
+
 def test_a_channel_filter_counts_that_channel_beside_every_channel_and_all_means_none(demo):
     """A channel's count leads, with every channel's count over the same period beside it
     ("are cameras or social bigger?" is often called with one of the two), the busiest and
