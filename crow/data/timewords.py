@@ -115,12 +115,13 @@ def resolve_range(
     since: str | None, until: str | None, anchor: datetime
 ) -> tuple[datetime | None, datetime | None]:
     """`since` gives the start of its span, `until` the end of its own (an instant: itself).
-    With no `until`, a calendar day or month in words is the whole of it: "November 30th"
-    is that day ("since November 30th" runs to the latest data)."""
+    With no `until` (or one that bounds nothing: "all time"), a calendar day or month in
+    words is the whole of it: "November 30th" is that day ("since November 30th" runs to the
+    latest data). Asked "during October", a 1.5B wrote since "october", until "all time"."""
     start, since_end = resolve(since, anchor)
     until_start, until_end = resolve(until, anchor)
     end = until_end or until_start
-    if not (until or "").strip() and since_end and _names_one_span(since):
+    if end is None and since_end and _names_one_span(since):
         end = since_end
     if start and end and end <= start:
         raise TimeWordError(f"'until' ({_cut(until)}) must come after 'since' ({_cut(since)})")

@@ -135,6 +135,9 @@ def test_calendar_words_name_a_day_or_month_the_latest_before_the_anchor_without
     # alone, a calendar day is that day; "since" it, up to the latest data
     assert resolve_range("November 27th", None, ANCHOR) == nov_27
     assert resolve_range("since November 27th", None, ANCHOR) == (nov_27[0], None)
+    # an `until` that bounds nothing leaves the day or month whole
+    assert resolve_range("November 27th", "all time", ANCHOR) == nov_27
+    assert resolve_range("since November 27th", "all time", ANCHOR) == (nov_27[0], None)
     with pytest.raises(TimeWordError, match="not a day"):
         resolve("feb 30", ANCHOR)
     with pytest.raises(TimeWordError):
