@@ -86,6 +86,8 @@ def answer_problem(text: str, outputs: Outputs, question: str = "") -> str | Non
             f"Your answer states {', '.join(f'{n:,}' for n in wrong)}, which is not a figure "
             f"the summary tool returned ({figures})."
         )
+    if summaries and (misplaced := wrong_channel(text, summaries)):
+        return misplaced
     if names := invented_names(text, outputs, question):
         return f"Your answer names {', '.join(repr(n) for n in names)}, which no tool returned."
     return None
@@ -212,6 +214,39 @@ def wrong_counts(text: str, summaries: list[dict[str, Any]]) -> list[int]:
     if not stated or any(_close(v, allowed) for v in stated):
         return []
     return [int(v) for v in stated]
+
+
+def wrong_channel(text: str, summaries: list[dict[str, Any]]) -> str | None:
+    """An answer that names one channel and states one count, the count of another channel
+    in the same results: asked "and on the web?" after a camera count, a 1.5B gave the
+    cameras' 3,342 (the summary's comparison line) as the web's figure. An answer naming two
+    channels or stating two counts is left alone (which figure belongs to which channel is not
+    read), and so is a figure that is also the named channel's or a total."""
+    named, stated = channels_named(text), _counts_stated(text)
+    if len(named) != 1 or len(stated) != 1:
+        return None
+    channel, value = named[0], stated[0]
+    own: set[int] = set()
+    other: dict[int, str] = {}
+    totals: set[int] = set()  # every channel together
+    for summary in summaries:
+        every = summary.get("every_channel_same_period") or {}
+        totals.add(sum(every.values()))
+        if not summary.get("channel"):
+            totals.add(int(summary.get("total_interactions") or 0))
+        for counts in (summary.get("by_channel") or {}, every):
+            for ch, n in counts.items():
+                if ch == channel:
+                    own.add(int(n))
+                else:
+                    other.setdefault(int(n), ch)
+    theirs = other.get(int(value)) if value == int(value) else None
+    if theirs is None or not own or _close(value, own | totals):
+        return None
+    return (
+        f"Your answer gives {int(value):,} for {channel}, but that is the {theirs} figure; "
+        f"the summary tool's {channel} figure is {', '.join(f'{n:,}' for n in sorted(own))}."
+    )
 
 
 def _counts_stated(text: str) -> list[float]:

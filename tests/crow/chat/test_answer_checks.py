@@ -333,3 +333,38 @@ def test_count_cues(message, count):
 def test_an_answer_with_no_tool_behind_it_is_recognised(text: str, sent_back: bool) -> None:
     tools = ["get_interaction_summary", "search_interactions"]
     assert (unsourced_answer(text, tools) is not None) is sent_back
+
+
+def test_another_channels_figure_under_the_channel_asked_about_gets_one_correction_round(demo):
+    """Asked "and on the web?" after a camera count, a 1.5B stated the cameras' figure (the
+    summary's comparison line) as the web's: the correction names both figures, and the
+    corrected answer stands. Answers that give the channel its own figure, set channels side
+    by side or state a total pass unchanged."""
+    by = demo.analytics.interaction_summary("acme-outdoor")["by_channel"]
+    web, cctv, total = by["web"], by["cctv"], sum(by.values())
+    wrong, right = f"{cctv:,} interactions on the web channel.", f"The web had {web:,}."
+    model = ScriptedChatModel(
+        [
+            call("get_interaction_summary", channel="web"),
+            AssistantTurn(text=wrong),
+            AssistantTurn(text=right),
+        ]
+    )
+    answer = run(Agent(model), ctx_for(demo), "how many web interactions?")
+    model.assert_complete()
+    correction = model.calls[2].messages[-1].content
+    assert f"{cctv:,} for web" in correction and f"web figure is {web:,}" in correction
+    assert answer.content == right and answer.fallback is None
+
+    for text in (
+        f"## Web\n\n**{web:,}** interactions came in on the website.",
+        f"- **Web:** {web:,}\n- **CCTV:** {cctv:,}",
+        f"Online you had {web:,} of {total:,} interactions ({web / total:.0%}).",
+        f"Across every channel, {total:,} interactions; the web is second.",
+    ):
+        model = ScriptedChatModel(
+            [call("get_interaction_summary", channel="web"), AssistantTurn(text=text)]
+        )
+        answer = run(Agent(model), ctx_for(demo), "how many web interactions?")
+        model.assert_complete()
+        assert answer.fallback is None and answer.content == text
