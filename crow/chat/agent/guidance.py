@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -129,6 +130,19 @@ class Hint:
 class Guided:
     messages: list[Message]
     hinted: tuple[str, ...]  # the tools the hint names, none for a greeting: asked again for
+    hint: str = ""  # the hint's line
+
+
+_WORDS = re.compile(r"[a-z]{3,}")
+
+
+def copies_the_hint(query: str, hint: str, asked: Sequence[str]) -> bool:
+    """A search query made of the hint's own words and none of the user's: a 1.5B searched the
+    patterns for "Routing hint" after "and which one has the lowest confidence?". Told so
+    (crow.chat.agent.runner), it writes the query again."""
+    words = set(_WORDS.findall(query.lower()))
+    said = {w for text in asked for w in _WORDS.findall(text.lower())}
+    return bool(words) and words <= set(_WORDS.findall(hint.lower())) and not words & said
 
 
 class Guidance:
@@ -148,7 +162,7 @@ class Guidance:
             return Guided(out, ())
         out.append(Message.system(hint.text))
         # what the loop asks again for: never a greeting, whatever the router read
-        return Guided(out, () if is_small_talk(question) else hint.tools)
+        return Guided(out, () if is_small_talk(question) else hint.tools, hint.text)
 
     async def hint(
         self, question: str, ctx: ToolContext, *, earlier: str | None = None

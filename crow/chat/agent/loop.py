@@ -90,7 +90,7 @@ class Agent:
         run = AgentRun(list(messages), emit)
         if self.guidance is not None:
             guided = await self.guidance.apply(run.messages, ctx)
-            run.messages, run.hinted = guided.messages, guided.hinted
+            run.messages, run.hinted, run.hint = guided.messages, guided.hinted, guided.hint
             run.route_s = time.perf_counter() - started
         text, fallback = None, None
         try:

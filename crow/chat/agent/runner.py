@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from crow.chat.agent.context import ToolContext
+from crow.chat.agent.guidance import copies_the_hint
 from crow.chat.agent.sources import Source
 from crow.chat.agent.step import AgentRun
 from crow.chat.agent.tool import Tool
@@ -23,16 +24,23 @@ STILL_INDEXING = (
 
 
 async def run_tool(
-    tool: Tool | None, call: ToolCall, ctx: ToolContext, timeout_s: float
+    tool: Tool | None,
+    call: ToolCall,
+    ctx: ToolContext,
+    timeout_s: float,
+    refused: str | None = None,
 ) -> tuple[dict[str, Any], str, list[Source]]:
     """(the step as recorded, the result the model reads, the sources it returned). A
-    failing, slow or unknown tool becomes an error result: never fatal to the answer."""
+    failing, slow or unknown tool, or a call ``refused`` before it runs, becomes an error
+    result: never fatal to the answer."""
     started = time.perf_counter()
     sources: list[Source] = []
     charts: list[dict[str, Any]] = []
     try:
         if tool is None:
             raise LookupError(f"there is no tool named {call.name!r}")
+        if refused is not None:
+            raise ValueError(refused)
         async with asyncio.timeout(timeout_s):
             output = await tool.invoke(call.arguments, ctx)
         content, sources, error = output.for_model(), output.sources, None
@@ -58,6 +66,16 @@ async def run_tool(
     return step, content, sources
 
 
+def _hint_copied(call: ToolCall, hint: str, asked: Sequence[str]) -> str | None:
+    query = call.arguments.get("query")
+    if isinstance(query, str) and copies_the_hint(query, hint, asked):
+        return (
+            f"the query {query!r} is words of the routing hint, not of the question; "
+            "write the query from what the question asks about"
+        )
+    return None
+
+
 def fresh_calls(calls: Sequence[ToolCall], seen: set[str]) -> list[ToolCall]:
     """The calls not run before in this answer (small models repeat themselves)."""
     fresh = []
@@ -78,7 +96,13 @@ async def run_tools(
 ) -> list[dict[str, Any]]:
     """One step's calls in parallel; their results join the run's messages in call order."""
     started = time.perf_counter()
-    results = await asyncio.gather(*(run_tool(tools.get(c.name), c, ctx, timeout_s) for c in calls))
+    asked = [m.content for m in run.messages if m.role == "user"]
+    results = await asyncio.gather(
+        *(
+            run_tool(tools.get(c.name), c, ctx, timeout_s, _hint_copied(c, run.hint, asked))
+            for c in calls
+        )
+    )
     run.tools_s += time.perf_counter() - started
     for call, (step, content, sources) in zip(calls, results, strict=True):
         run.messages.append(Message.tool(content, tool_call_id=call.id, name=call.name))

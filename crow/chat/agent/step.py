@@ -36,6 +36,7 @@ class AgentRun:
     route_s: float = 0.0  # the guidance's routing hint
     nudged: bool = False  # an answer with no tool behind it was asked again (once)
     hinted: tuple[str, ...] = ()  # the tools the routing hint named (guidance only)
+    hint: str = ""  # the routing hint's line (guidance only)
 
 
 async def stream_step(

@@ -347,3 +347,30 @@ def test_a_count_with_no_tool_behind_it_is_asked_again_once_with_a_call_required
     )
     run(Agent(greeting), ctx_for(demo), "hi")
     greeting.assert_complete()  # states no fact: not asked again
+
+
+def test_a_query_copied_from_the_routing_hint_is_an_error_result_for_the_model(demo):
+    """A 1.5B searched the patterns for "Routing hint" after "and which one has the lowest
+    confidence?": such a call is not run; its result tells the model to write the query from
+    the question. A query with the question's words runs, and so does any query with no hint."""
+    from crow.chat.agent.guidance import copies_the_hint
+    from crow.chat.agent.runner import run_tools
+    from crow.chat.agent.step import AgentRun
+    from crow.chat.agent.tools import TOOLS_BY_NAME
+
+    hint = "Routing hint (may be wrong; follow the question): likely tools: search_patterns."
+    asked = ["which seasonal pattern is the most confident?", "and which one is the lowest?"]
+    assert copies_the_hint("Routing hint", hint, asked)
+    assert copies_the_hint("likely tools", hint, asked)
+    for query in ("seasonal patterns", "lowest confidence seasonal", "", "Routing hint"):
+        assert not copies_the_hint(query, "" if query == "Routing hint" else hint, asked)
+
+    state = AgentRun([Message.user(q) for q in asked], lambda event: None, hint=hint)
+    calls = [
+        ToolCall(id="c1", name="search_patterns", arguments={"query": "Routing hint"}),
+        ToolCall(id="c2", name="search_patterns", arguments={"query": "seasonal"}),
+    ]
+    copied, kept = asyncio.run(run_tools(TOOLS_BY_NAME, calls, state, ctx_for(demo), 10.0))
+    assert not copied["ok"] and "words of the routing hint" in copied["error"]
+    assert "write the query from what the question asks" in state.messages[-2].content
+    assert kept["ok"] and kept["results"] > 0
