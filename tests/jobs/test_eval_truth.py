@@ -32,6 +32,7 @@ TRUTH_FILES = [
     ROOT / "benchmarks" / "truth_blind10.jsonl",
     ROOT / "benchmarks" / "truth_blind11.jsonl",
     ROOT / "benchmarks" / "truth_blind12.jsonl",
+    ROOT / "benchmarks" / "truth_blind13.jsonl",
 ]
 
 
