@@ -8,7 +8,10 @@ import re
 from crow.chat.agent.context import ToolContext
 
 MATCH_CHARS = 800  # of each document, what the guidance's match reads (KB_MATCH was calibrated so)
-_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[A-Z0-9])")
+# Not at a semicolon: its clauses belong together ("Open 7:00-22:00 daily; Downtown Market
+# open 24 hours."): split there, a 1.5B asked whether a store is open around the clock read
+# only "Open 7:00-22:00 daily;".
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9])")
 
 
 async def closest(ctx: ToolContext, text: str, candidates: list[str]) -> tuple[int, float]:
@@ -22,7 +25,7 @@ async def closest(ctx: ToolContext, text: str, candidates: list[str]) -> tuple[i
 
 async def closest_sentence(ctx: ToolContext, text: str, bodies: list[str]) -> tuple[str, float]:
     """The sentence of `bodies` closest to `text`, and its cosine similarity."""
-    sentences = _sentences(bodies)
+    sentences = sentences_of(bodies)
     best, score = await closest(ctx, text, sentences)
     return sentences[best], score
 
@@ -42,7 +45,7 @@ async def closest_sentences(ctx: ToolContext, texts: list[str], bodies: list[str
     question in two ("can we refund the difference, and is there a time limit?"): the one
     sentence closest to the whole answered its first part, and the 1.5B said there was no
     time limit. A near tie gives both sentences (NEAR_TIE)."""
-    sentences = _sentences(bodies)
+    sentences = sentences_of(bodies)
     vectors = await ctx.embedder.embed(sentences)
     found: list[str] = []
     for text in texts:
@@ -54,7 +57,8 @@ async def closest_sentences(ctx: ToolContext, texts: list[str], bodies: list[str
     return found
 
 
-def _sentences(bodies: list[str]) -> list[str]:
+def sentences_of(bodies: list[str]) -> list[str]:
+    """The sentences of `bodies`, in order."""
     return [s for body in bodies for s in _SENTENCE_END.split(body) if s.strip()]
 
 

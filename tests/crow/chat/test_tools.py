@@ -314,6 +314,21 @@ def test_each_part_of_a_question_in_two_gets_its_knowledge_base_sentence(demo):
     assert second.rstrip(".") not in alone["relevant_sentence"]
 
 
+def test_a_knowledge_base_sentence_keeps_its_clauses_after_a_semicolon():
+    """ "Open 7:00-22:00 daily; Downtown Market open 24 hours.": split at the semicolon, a
+    1.5B asked whether any store is open around the clock read only the first clause."""
+    from crow.chat.agent.passages import sentences_of
+
+    body = "Twelve stores. Open 7:00-22:00 daily; Downtown Market open 24 hours. Parking is free."
+    assert sentences_of([body, "One more? Yes!"]) == [
+        "Twelve stores.",
+        "Open 7:00-22:00 daily; Downtown Market open 24 hours.",
+        "Parking is free.",
+        "One more?",
+        "Yes!",
+    ]
+
+
 def test_a_sentence_nearly_as_close_as_the_best_is_given_too():
     """MiniLM put "Standard shipping is free ..." a little closer to "what do we charge for
     overnight shipping?" than the sentence with the overnight price: a near tie gives both,
