@@ -6,9 +6,11 @@ import json
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
+import anyio
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.types import Receive, Scope, Send
 
 from crow.api.deps import ChatOrg, OrgDep, ServicesDep, require_path_org
 from crow.api.errors import ApiError, error_body
@@ -227,12 +229,36 @@ async def sse_response(answer: AsyncIterator[dict[str, Any]]) -> StreamingRespon
         except (ModelError, SessionNotFound, AnswerInProgress) as exc:
             err = chat_error(exc)
             yield f"event: error\ndata: {json.dumps(error_body(err.code, err.message))}\n\n"
+        finally:
+            await aclose(answer)
 
-    return StreamingResponse(
+    return ClosingStreamingResponse(
         events(),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
+
+
+class ClosingStreamingResponse(StreamingResponse):
+    """A StreamingResponse that closes its body when the response ends, however it ends.
+    Starlette leaves a body that was not read to the end suspended when sending fails (the
+    client went away: Ray Serve's closed queue raises) until the garbage collector finds it;
+    until then the answer upstream is neither read nor cancelled, and a stopped answer is
+    not stored."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            with anyio.CancelScope(shield=True):  # a cancelled request still closes it
+                await aclose(self.body_iterator)
+
+
+async def aclose(stream: object) -> None:
+    """Close an async generator (what a stream may be); anything else has nothing to close."""
+    close = getattr(stream, "aclose", None)
+    if close is not None:
+        await close()
 
 
 def _sse(event: dict[str, Any]) -> str:

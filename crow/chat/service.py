@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -133,8 +134,10 @@ class ChatService:
             return
         async with self._claimed(org_id, answer_id):
             turn = _Turn(org_id, session_id, kind, answer_id)
-            async for event in self._answer(turn, content, history, user):
-                yield event
+            answer = self._answer(turn, content, history, user)
+            async with contextlib.aclosing(answer):  # closed with this one: a stop is stored
+                async for event in answer:
+                    yield event
 
     async def regenerate_events(
         self, org_id: str, session_id: str, answer_id: str
@@ -156,8 +159,10 @@ class ChatService:
         question = rows[asked[-1]]
         yield {"type": "regenerating", "message": answer}
         turn = _Turn(org_id, session_id, "chat", None, regenerated_from=answer_id)
-        async for event in self._answer(turn, question["content"], rows[: asked[-1]], question):
-            yield event
+        again = self._answer(turn, question["content"], rows[: asked[-1]], question)
+        async with contextlib.aclosing(again):
+            async for event in again:
+                yield event
 
     async def _answer(
         self,
@@ -165,7 +170,7 @@ class ChatService:
         content: str,
         history: list[dict[str, Any]],
         user: dict[str, Any],
-    ) -> AsyncIterator[dict[str, Any]]:
+    ) -> AsyncGenerator[dict[str, Any], None]:
         """The agent's events, then the answer stored (``done``). A consumer that stops
         listening (the user pressed stop, the client went away) cancels the agent and the
         model; what was written until then is stored as the answer, marked stopped."""
@@ -184,8 +189,11 @@ class ChatService:
                         written.see(event)
                         yield event
         except (asyncio.CancelledError, GeneratorExit):
-            # Stored in a task of its own: a cancelled request's awaits are cancelled too.
-            task = asyncio.ensure_future(self._store_stopped(turn, written))
+            # Stored in a task of its own, in a context of its own: a cancelled request's
+            # awaits are cancelled too, and a server that cancels the calls a cancelled
+            # request made (Ray Serve: its child requests, by context) would cancel the store.
+            store = self._store_stopped(turn, written)
+            task = asyncio.get_running_loop().create_task(store, context=contextvars.Context())
             self._storing.add(task)
             task.add_done_callback(self._storing.discard)
             raise

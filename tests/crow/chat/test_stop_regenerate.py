@@ -5,7 +5,8 @@ it answers again, both stay, and the model reads only the latest."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import contextvars
+from collections.abc import AsyncGenerator, AsyncIterator
 
 import pytest
 
@@ -45,10 +46,13 @@ def store(tmp_path):
     store.close()
 
 
-async def _stop_after(events: AsyncIterator[dict], pieces: int, *, cancel: bool) -> str:
-    """Read `pieces` text deltas, then stop listening: close the stream, or cancel the task
-    reading it (what a server does when its client goes away)."""
+async def _stop_after(events: AsyncGenerator[dict, None], pieces: int, *, how: str) -> str:
+    """Read `pieces` text deltas, then stop listening: close the stream ("closed"), cancel
+    the task reading it ("cancelled": a server whose client went away), or throw a
+    CancelledError in at its yield ("thrown": what Ray Serve does to a replica's generator
+    whose caller stopped) and keep the error, as a caller's traceback would."""
     seen = ""
+    kept: list[BaseException] = []
 
     async def read() -> None:
         nonlocal seen
@@ -58,13 +62,19 @@ async def _stop_after(events: AsyncIterator[dict], pieces: int, *, cancel: bool)
                 seen += event["text"]
                 n += 1
                 if n == pieces:
-                    if not cancel:
+                    if how == "closed":
                         await events.aclose()
+                        return
+                    if how == "thrown":
+                        try:
+                            await events.athrow(asyncio.CancelledError())
+                        except asyncio.CancelledError as exc:
+                            kept.append(exc)
                         return
                     await asyncio.sleep(3600)  # cancelled here
 
     task = asyncio.ensure_future(read())
-    if cancel:
+    if how == "cancelled":
         while seen.count("word") < pieces:
             await asyncio.sleep(0.005)
         task.cancel()
@@ -72,16 +82,14 @@ async def _stop_after(events: AsyncIterator[dict], pieces: int, *, cancel: bool)
     return seen
 
 
-@pytest.mark.parametrize("cancel", [False, True], ids=["closed", "cancelled"])
-def test_a_stopped_answer_stops_the_model_and_is_stored_as_far_as_it_got(demo, store, cancel):
+@pytest.mark.parametrize("how", ["closed", "cancelled", "thrown"])
+def test_a_stopped_answer_stops_the_model_and_is_stored_as_far_as_it_got(demo, store, how):
     model = EndlessModel()
     service = demo.chat(model, store=store, config=AgentConfig())
     session = store.create_session(ORG)["id"]
 
     async def scenario() -> tuple[str, int, int]:
-        seen = await _stop_after(
-            service.send_events(ORG, session, "Tell me a story"), 5, cancel=cancel
-        )
+        seen = await _stop_after(service.send_events(ORG, session, "Tell me a story"), 5, how=how)
         at_stop = model.produced
         for _ in range(100):  # the stopped answer is stored by a task of its own
             if len(store.list_messages(ORG, session)) == 2:
@@ -146,3 +154,39 @@ def test_regenerate_answers_the_same_question_again_and_keeps_both(demo, store):
 
 async def _first(events: AsyncIterator[dict]) -> dict:
     return await anext(events)
+
+
+REQUEST: contextvars.ContextVar[str | None] = contextvars.ContextVar("request", default=None)
+
+
+def test_a_stopped_answer_is_stored_outside_the_cancelled_requests_context(demo, store):
+    """A server may cancel every call a cancelled request made, found by its context (Ray
+    Serve cancels a cancelled request's child requests): the stopped answer's store call
+    must not be one of them, or the stop loses the answer."""
+    model = EndlessModel()
+    service = demo.chat(model, store=store, config=AgentConfig())
+    session = store.create_session(ORG)["id"]
+    stored_in: list[str | None] = []
+    finish_turn = store.finish_turn
+
+    def recording_finish_turn(*args, **kwargs):
+        stored_in.append(REQUEST.get())
+        return finish_turn(*args, **kwargs)
+
+    store.finish_turn = recording_finish_turn  # type: ignore[method-assign]
+
+    async def request() -> str:
+        REQUEST.set("the-request")
+        events = service.send_events(ORG, session, "Tell me a story")
+        return await _stop_after(events, 3, how="thrown")
+
+    async def scenario() -> None:
+        await asyncio.ensure_future(request())
+        for _ in range(100):
+            if stored_in:
+                return
+            await asyncio.sleep(0.02)
+
+    asyncio.run(scenario())
+    assert stored_in == [None], stored_in
+    assert store.list_messages(ORG, session)[-1]["stopped"] is True
