@@ -40,6 +40,10 @@ _CALENDAR = re.compile(
 )
 _RECENT = {"recent", "recently", "lately", "latest", "new", "newest", "this week"}
 _ALL = {"", "all", "all time", "ever", "any", "anytime", "none", "null"}
+# The end of the data, an instant: a 1.5B counting "web interactions past 7 days?" wrote
+# since "7 days ago", until "now", and relayed the error it got for "now" as its answer.
+_NOW = {"now", "right now", "present", "the present", "to date", "so far", "until now",
+        "till now", "up to now", "up to date"}  # fmt: skip
 
 
 class TimeWordError(ValueError):
@@ -85,6 +89,8 @@ def _resolve(expr: str | None, anchor: datetime) -> tuple[datetime | None, datet
         # A bare date names the whole day.
         return parsed, (parsed + timedelta(days=1) if len(text) == 10 else None)
     end = anchor + timedelta(microseconds=1)
+    if text in _NOW:
+        return end, end
     if text in _RECENT:
         return anchor - timedelta(days=7), end
     if text == "today":

@@ -113,6 +113,13 @@ def test_dates_and_ranges():
     )
     assert resolve_range(None, None, ANCHOR) == (None, None)
     assert resolve_range("all time", "", ANCHOR) == (None, None)
+    # "now" ends a span at the latest data
+    week = (ANCHOR - timedelta(days=7), ANCHOR + timedelta(microseconds=1))
+    assert (
+        resolve_range("7 days ago", "now", ANCHOR)
+        == resolve_range("last week", "Up to now", ANCHOR)
+        == week
+    )
     with pytest.raises(TimeWordError, match="ISO date"):
         resolve("the other day-ish", ANCHOR)
     with pytest.raises(TimeWordError, match="after"):
