@@ -22,6 +22,9 @@ class ToolContext:
     question: str = ""
     """The user's question this request answers, if any (a knowledge-base search picks the
     sentence that answers it: a small model's query is often only the topic)."""
+    earlier: str = ""
+    """The user's question before it, if any: what a follow-up ("what about kayaks?") asks
+    again about a new subject."""
     _vectors: dict[str, asyncio.Task[np.ndarray]] = field(default_factory=dict)
     _anchor: asyncio.Task[datetime | None] | None = None
 

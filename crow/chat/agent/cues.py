@@ -247,6 +247,15 @@ def asks_confidence(message: str) -> bool:
     return _CONFIDENCE.search(message) is not None
 
 
+_LEAST = re.compile(r"\b(least|lowest|weakest|less|shakiest)\b", re.I)
+
+
+def asks_least_confident(message: str) -> bool:
+    """A confidence question about the least sure detection ("which trend are we least sure
+    of?"): led with the most confident pattern, a 1.5B named it, 0.97, as the least sure."""
+    return asks_confidence(message) and _LEAST.search(message) is not None
+
+
 _CLAUSES = re.compile(
     r"(?:[,;]\s*(?:and\s+|but\s+|also\s+|plus\s+)?|(?<!\s)\s+(?:and|but|also|plus)\s+|\?\s+)"
     r"(?=(?:what|which|how|who|where|when|why|show|list|find|give|tell|are|is|do|does|did|can)\b)",

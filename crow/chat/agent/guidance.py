@@ -58,6 +58,8 @@ the detected patterns)
 follow-up asks something new: call the tool for it; an earlier answer's figure answers only \
 the earlier question)
 - after a search for X, "which of those mention Y?" -> search_interactions {"query": "X Y"}
+- after "what is our policy on X?", "and for Y?" -> search_org_context {"query": "X policy \
+for Y"} (a follow-up's query keeps what the earlier question asked)
 - "good morning!", "thank you!" -> no tool; reply briefly.
 When a tool result answers the question, answer it: the figure or names it asks for, first, \
 in a sentence. A question that asks for two things (a start and an end, a fee and a limit, \

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from crow.chat.agent.context import ToolContext
-from crow.chat.agent.cues import asks_confidence, channels_named
+from crow.chat.agent.cues import asks_confidence, asks_least_confident, channels_named
 from crow.chat.agent.passages import closest
 
 
@@ -72,14 +72,16 @@ async def patterns_in_words(
     rows: list[dict[str, Any]], ctx: ToolContext, kind: str | None = None
 ) -> str:
     """The patterns as numbered text with their confidence, led by the one the question asks
-    about with its finding: the most confident, asked how sure ("which anomaly are you most
+    about with its finding: the most (or least) confident, asked how sure ("which anomaly are you most
     confident about?": a 1.5B named another of the six rows, 3 times of 3), else the one
     closest to the user's question (the model's query is often only the topic, and a 1.5B
     stated another row's store). `kind`: the kind of pattern a confidence question is about
     (tools.confidence_kind)."""
     if asks_confidence(ctx.question):
         ranked = [p for p in rows if p["type"] == kind] or rows  # "which anomaly ...": of those
-        lead, top = "Most confident", max(ranked, key=lambda p: p["confidence"])
+        least = asks_least_confident(ctx.question)
+        lead = "Least confident" if least else "Most confident"
+        top = (min if least else max)(ranked, key=lambda p: p["confidence"])
         lead += f" {kind}" if ranked is not rows else ""
     else:
         lead, top = "Closest to the question", rows[0]

@@ -35,7 +35,7 @@ from crow.chat.agent.compose import ECHO_STOPS, compose
 from crow.chat.agent.config import AgentConfig
 from crow.chat.agent.context import ToolContext
 from crow.chat.agent.events import Emit, events_of
-from crow.chat.agent.guidance import Guidance, offered, question_of
+from crow.chat.agent.guidance import Guidance, earlier_question, offered, question_of
 from crow.chat.agent.runner import fresh_calls, run_tools
 from crow.chat.agent.sources import Source, select_sources, with_footnotes
 from crow.chat.agent.step import AgentRun, stream_step
@@ -86,7 +86,8 @@ class Agent:
 
     async def _answer(self, messages: list[Message], ctx: ToolContext, emit: Emit) -> None:
         started = time.perf_counter()
-        ctx = dataclasses.replace(ctx, question=question_of(messages))
+        earlier = earlier_question(messages) or ""
+        ctx = dataclasses.replace(ctx, question=question_of(messages), earlier=earlier)
         run = AgentRun(list(messages), emit)
         if self.guidance is not None:
             guided = await self.guidance.apply(run.messages, ctx)

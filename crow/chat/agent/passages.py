@@ -4,6 +4,7 @@ org's knowledge base restates a question (read by the knowledge-base tool and th
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from crow.chat.agent.context import ToolContext
 
@@ -37,9 +38,12 @@ for overnight shipping?", MiniLM put "Standard shipping is free ..." (0.575) jus
 with the free shipping."""
 
 
-async def closest_sentences(ctx: ToolContext, texts: list[str], bodies: list[str]) -> list[str]:
+async def closest_sentences(
+    ctx: ToolContext, texts: Sequence[str | tuple[str, ...]], bodies: list[str]
+) -> list[str]:
     """For each of `texts`, the sentence of `bodies` closest to it, each sentence once (one
-    embedding batch of the sentences). The user's question, not only a small model's topic
+    embedding batch of the sentences); for texts in a tuple, the closest to all of them (the
+    mean cosine: a follow-up and the question it follows). The user's question, not only a small model's topic
     query ("return policy" for "how long do I have to return a kayak?"): it otherwise often
     states the wrong fact of the right document ("3-6 days" for freight). And each part of a
     question in two ("can we refund the difference, and is there a time limit?"): the one
@@ -49,7 +53,8 @@ async def closest_sentences(ctx: ToolContext, texts: list[str], bodies: list[str
     vectors = await ctx.embedder.embed(sentences)
     found: list[str] = []
     for text in texts:
-        scores = vectors @ await ctx.embed(text)
+        parts = (text,) if isinstance(text, str) else text
+        scores = sum([vectors @ await ctx.embed(t) for t in parts]) / len(parts)
         ranked = scores.argsort()[::-1][:2]
         for i in ranked:
             if scores[i] >= scores[ranked[0]] - NEAR_TIE and sentences[i] not in found:

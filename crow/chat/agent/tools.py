@@ -14,8 +14,10 @@ from crow.chat.agent.charts import products_chart, summary_charts
 from crow.chat.agent.context import ToolContext
 from crow.chat.agent.cues import (
     asks_confidence,
+    asks_least_confident,
     asks_price,
     category_named,
+    is_follow_up,
     names_no_topic,
     pattern_type_named,
     shares_no_word,
@@ -229,7 +231,7 @@ async def search_patterns(args: PatternArgs, ctx: ToolContext) -> ToolOutput:
     )
     kind = confidence_kind(args, ctx)
     if kind:
-        hits = await _with_most_confident(hits, kind, args.query, ctx, since)
+        hits = await _with_the_surest(hits, kind, args.query, ctx, since)
     rows = [
         {
             "id": h["id"],
@@ -253,30 +255,35 @@ async def search_patterns(args: PatternArgs, ctx: ToolContext) -> ToolOutput:
 def confidence_kind(args: PatternArgs, ctx: ToolContext) -> str | None:
     """The kind of pattern whose most confident one the question asks for: named in the
     question, else in the call ("which one has the highest confidence?" after a list of
-    trends, searched as "trend"); None when the question asks no confidence."""
+    trends, searched as "trend"), or in the question a follow-up follows ("and which one has
+    the lowest confidence?" after the most confident seasonal pattern, searched as that
+    pattern's title); None when the question asks no confidence."""
     if not asks_confidence(ctx.question):
         return None
-    return pattern_type_named(ctx.question) or args.type or pattern_type_named(args.query)
+    before = pattern_type_named(ctx.earlier) if is_follow_up(ctx.question) else None
+    return pattern_type_named(ctx.question) or before or args.type or pattern_type_named(args.query)
 
 
 OF_A_KIND = 30  # patterns of one type read for the most confident (an org has under 20)
 
 
-async def _with_most_confident(
+async def _with_the_surest(
     hits: list[dict[str, Any]],
     kind: str,
     query: str,
     ctx: ToolContext,
     since: datetime | None,
 ) -> list[dict[str, Any]]:
-    """The hits, with the most confident pattern of the kind the question names added when the
-    query did not find it: asked which anomaly it was most sure of, a 1.5B searched "unusual
-    spikes", read six rows without the most confident anomaly, and named the best of those."""
+    """The hits, with the most confident pattern of the kind the question names (the least
+    confident, asked for that) added when the query did not find it: asked which anomaly it
+    was most sure of, a 1.5B searched "unusual spikes", read six rows without the most
+    confident anomaly, and named the best of those."""
     flt = SearchFilter(pattern_type=kind, since=since)
     of_kind = await _search(ctx, "patterns", query, OF_A_KIND, flt=flt)
     if not of_kind:
         return hits
-    top = max(of_kind, key=lambda h: h["confidence"])
+    pick = min if asks_least_confident(ctx.question) else max
+    top = pick(of_kind, key=lambda h: h["confidence"])
     return hits if any(h["id"] == top["id"] for h in hits) else [*hits, top]
 
 
@@ -294,11 +301,14 @@ async def search_org_context(
     three, each token read costs a small model time) and the ones the user's question finds
     (a small model's query is often only a topic, and sometimes another one: "return policy"
     for a product recall), led by the sentence of their whole text that answers the
-    question."""
-    question = ctx.question.strip()
+    question. A follow-up is read with the question it follows: asked "what about a kayak?"
+    after the return window, a 1.5B searched "kayak" and read a paddling guide."""
+    question, earlier = ctx.question.strip(), ctx.earlier.strip()
+    follow_up = bool(earlier) and is_follow_up(question)
+    asked = f"{earlier} {question}" if follow_up else question
     by_query, by_question = await asyncio.gather(
         _search(ctx, "org_context", args.query, args.limit),
-        _search(ctx, "org_context", question, QUESTION_DOCUMENTS) if question else _no_hits(),
+        _search(ctx, "org_context", asked, QUESTION_DOCUMENTS) if question else _no_hits(),
     )
     seen = {h["id"] for h in by_query}
     hits = by_query + [h for h in by_question if h["id"] not in seen]
@@ -313,7 +323,8 @@ async def search_org_context(
     ]
     found: dict[str, Any] = {"documents": rows}
     if rows and (target := question or args.query.strip()):
-        targets = [target, *split_clauses(target)]  # each part of a question in two, too
+        # each part of a question in two, too; a follow-up, with the question it follows
+        targets = [(target, earlier) if follow_up else target, *split_clauses(target)]
         sentences = await closest_sentences(ctx, targets, [h["body"] for h in hits])
         found = {"relevant_sentence": " ".join(sentences)} | found
     return ToolOutput(
@@ -335,11 +346,14 @@ TOOLS: tuple[Tool, ...] = (
         SummaryArgs,
         get_interaction_summary,
     ),
+    # No example of a kind: asked for "our most popular product", a 1.5B searched "tents",
+    # the example this description gave.
     Tool(
         "search_products",
         "Find products in the catalog, each with its number of customer interactions. For the "
         "top, best-selling or most popular products use sort='popularity': with an empty "
-        "query for the whole catalog, or with the kind of product as the query (e.g. 'tents').",
+        "query when the question names no kind of product (the whole catalog), else with the "
+        "kind it names as the query.",
         ProductArgs,
         search_products,
     ),

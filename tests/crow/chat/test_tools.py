@@ -266,6 +266,25 @@ def test_the_knowledge_base_sentence_answers_the_users_question_not_only_the_top
     assert "kayaks" in asked["relevant_sentence"] and "30" in asked["relevant_sentence"]
 
 
+def test_a_follow_ups_knowledge_base_sentence_answers_it_with_the_question_it_follows(demo):
+    """ "what about if it's a kayak?" after the return window: searched "kayak", a 1.5B read
+    a paddling guide's sentence and gave the general window. A follow-up's sentences are the
+    ones closest to it and to the question before it together."""
+    from crow.chat.agent.tools import TOOLS_BY_NAME
+
+    tool, args = TOOLS_BY_NAME["search_org_context"], {"query": "kayaks", "limit": 3}
+    # the tests' hash embedder matches words: the earlier question in the return rule's words
+    earlier, follow_up = "items must be returned unused within how many days?", "what about kayaks?"
+    alone = asyncio.run(tool.invoke(args, ctx_for(demo, question=follow_up))).content
+    asked = ctx_for(demo, question=follow_up, earlier=earlier)
+    out = asyncio.run(tool.invoke(args, asked)).content
+    rule = "Bikes, kayaks and paddleboards must be returned unused within 30 days."
+    assert rule not in alone["relevant_sentence"] and rule in out["relevant_sentence"]
+    # a question of its own is read alone, whatever came before
+    own = ctx_for(demo, question="which kayaks suit calm lakes?", earlier=earlier)
+    assert rule not in asyncio.run(tool.invoke(args, own)).content["relevant_sentence"]
+
+
 def test_a_knowledge_base_search_also_reads_the_documents_the_users_question_finds(demo):
     """A small model sometimes searches another topic ("return policy" for a product recall):
     the documents the user's question finds are read too, and the sentence comes from them."""
@@ -392,10 +411,14 @@ def test_the_patterns_read_are_led_by_the_one_the_question_asks_about(demo):
     )
 
 
-def test_the_most_confident_pattern_of_the_kind_asked_about_is_read(demo):
+@pytest.mark.parametrize(
+    ("most", "order"), [("most", "DESC"), ("least", "ASC")], ids=["most", "least"]
+)
+def test_the_most_confident_pattern_of_the_kind_asked_about_is_read(demo, most, order):
     """Asked which anomaly it was most sure of, a 1.5B searched "unusual spikes" and read six
     rows without the most confident anomaly: that pattern (from the data, DuckDB) is added to
-    what the query found and leads, as the most confident of its kind."""
+    what the query found and leads, as the most confident of its kind. Asked for the least
+    sure, the least confident leads (led by the most, a 1.5B named it as the least sure)."""
     import duckdb
 
     from crow.chat.agent.tools import TOOLS_BY_NAME
@@ -404,18 +427,20 @@ def test_the_most_confident_pattern_of_the_kind_asked_about_is_read(demo):
     with duckdb.connect() as con:
         title, confidence = con.execute(
             "SELECT title, confidence FROM read_parquet(?) WHERE type = 'anomaly' "
-            "ORDER BY confidence DESC LIMIT 1",
+            f"ORDER BY confidence {order} LIMIT 1",
             [glob],
         ).fetchone()
     tool, args = TOOLS_BY_NAME["search_patterns"], {"query": "seasonal demand", "limit": 6}
     alone = asyncio.run(tool.invoke(args, ctx_for(demo))).content["patterns"]
     assert title not in {p["title"] for p in alone}
-    question = "of the anomalies, which one are you most confident about?"
+    question = f"of the anomalies, which one are you {most} confident about?"
     out = asyncio.run(tool.invoke(args, ctx_for(demo, question=question))).content
     assert [p["title"] for p in out["patterns"]] == [*(p["title"] for p in alone), title]
     assert out["in_words"].startswith(
-        f"Most confident anomaly: {title} (anomaly, confidence {confidence:.2f})"
+        f"{most.capitalize()} confident anomaly: {title} (anomaly, confidence {confidence:.2f})"
     )
+    if most == "least":
+        return
     # a follow-up names no kind ("which one has the highest confidence?" after the anomalies):
     # the kind the model searched for is the one
     follow_up = ctx_for(demo, question="which one has the highest confidence?")
@@ -426,6 +451,35 @@ def test_the_most_confident_pattern_of_the_kind_asked_about_is_read(demo):
     top = ctx_for(demo, question="and the top anomaly one?")
     out = asyncio.run(tool.invoke({"query": "top anomaly", "limit": 6}, top)).content
     assert out["in_words"].startswith(f"Most confident anomaly: {title} ")
+
+
+def test_a_confidence_follow_up_ranks_the_kind_of_pattern_the_question_before_named(demo):
+    """ "and which one has the lowest confidence?" after the most confident seasonal pattern:
+    a 1.5B searched that pattern's title, and the least confident of every kind led."""
+    import duckdb
+
+    from crow.chat.agent.tools import TOOLS_BY_NAME
+
+    glob = demo.lake.parquet_glob(ORG, "patterns")
+    with duckdb.connect() as con:
+        (title,) = con.execute(
+            "SELECT title FROM read_parquet(?) WHERE type = 'seasonal' "
+            "ORDER BY confidence ASC LIMIT 1",
+            [glob],
+        ).fetchone()
+        (surest,) = con.execute(
+            "SELECT title FROM read_parquet(?) WHERE type = 'seasonal' "
+            "ORDER BY confidence DESC LIMIT 1",
+            [glob],
+        ).fetchone()
+    tool, args = TOOLS_BY_NAME["search_patterns"], {"query": surest, "limit": 6}
+    ctx = ctx_for(
+        demo,
+        question="and which one has the lowest confidence?",
+        earlier="which seasonal pattern is the most confident?",
+    )
+    out = asyncio.run(tool.invoke(args, ctx)).content
+    assert out["in_words"].startswith(f"Least confident seasonal: {title} (seasonal, ")
 
 
 def test_a_count_on_a_calendar_day_counts_that_day_and_a_period_without_data_says_so(demo):
