@@ -33,6 +33,7 @@ TRUTH_FILES = [
     ROOT / "benchmarks" / "truth_blind11.jsonl",
     ROOT / "benchmarks" / "truth_blind12.jsonl",
     ROOT / "benchmarks" / "truth_blind13.jsonl",
+    ROOT / "benchmarks" / "truth_blind14.jsonl",
 ]
 
 
