@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from crow.background import Background
 from crow.chat.agent.config import AgentConfig
 from crow.chat.agent.loop import Agent, AgentAnswer
 from crow.chat.agent.prompts import system_prompt
@@ -75,7 +75,7 @@ class ChatService:
         self.agent = Agent(model, config or AgentConfig.from_settings(settings), tools)
         self.history_messages = settings.limits.history_messages
         self.metrics = metrics or NoMetrics()
-        self._storing: set[asyncio.Task[None]] = set()  # stopped answers being stored
+        self._storing = Background()  # stopped answers being stored
 
     def _record(self, answer: AgentAnswer) -> None:
         self.metrics.observe("crow_agent_iterations", answer.iterations)
@@ -189,13 +189,9 @@ class ChatService:
                         written.see(event)
                         yield event
         except (asyncio.CancelledError, GeneratorExit):
-            # Stored in a task of its own, in a context of its own: a cancelled request's
-            # awaits are cancelled too, and a server that cancels the calls a cancelled
-            # request made (Ray Serve: its child requests, by context) would cancel the store.
-            store = self._store_stopped(turn, written)
-            task = asyncio.get_running_loop().create_task(store, context=contextvars.Context())
-            self._storing.add(task)
-            task.add_done_callback(self._storing.discard)
+            # Stored in a task of its own (a cancelled request's awaits are cancelled too),
+            # in a context of its own (crow.background)
+            self._storing.start(self._store_stopped(turn, written))
             raise
         assert answer is not None
         self._record(answer)

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from crow.background import Background
 from crow.data import knowledge_source
 from crow.data.lake import DataLake
 from crow.facades import StoreFacade
@@ -98,12 +99,12 @@ class IndexControl:
         self.notify = notify
         self.clock: Clock = clock or _utc_now
         self.last_runs: dict[str, dict[str, str]] = {}  # org -> {"at", "job_id"} (scheduled)
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._reindexes = Background()  # in-process reindexes, not cancelled with a request
 
     @property
     def busy(self) -> bool:
         """A reindex of this process is still running."""
-        return bool(self._tasks)
+        return bool(self._reindexes)
 
     async def index_documents(
         self, org_id: str, records: list[dict[str, Any]], vectors: np.ndarray
@@ -152,9 +153,7 @@ class IndexControl:
         return {**job, "already_running": True}
 
     async def _start(self, org_id: str, job_id: str, collections: list[str], full: bool) -> None:
-        task = asyncio.create_task(self._run_here(org_id, job_id, collections, full))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._reindexes.start(self._run_here(org_id, job_id, collections, full))
 
     async def _run_here(self, org_id: str, job_id: str, collections: list[str], full: bool) -> None:
         """The reindex in this process, recorded as a Ray Job records it: state, rows done of
