@@ -49,7 +49,14 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
 OURS = frozenset(MAY_IMPORT)
 CROW_LAYERS: tuple[frozenset[str], ...] = (
     frozenset(
-        {"crow.ids", "crow.settings", "crow.settings_env", "crow.config_source", "crow.metrics"}
+        {
+            "crow.ids",
+            "crow.settings",
+            "crow.settings_env",
+            "crow.config_source",
+            "crow.metrics",
+            "crow.background",
+        }
         | {"crow.auth"}
     ),
     frozenset({"crow.data", "crow.store"}),
