@@ -80,6 +80,13 @@ def only_substitutes(message: str) -> bool:
     return match is not None and _OWN_QUESTION.match(match["rest"]) is None
 
 
+def asks_again(message: str) -> bool:
+    """A follow-up that is the question before it asked again, about another subject ("what
+    about kayaks?") or about "it" ("what does it cost?"): read alone, it lacks what it asks.
+    Not one with a question of its own ("and what if the delivery is late?")."""
+    return only_substitutes(message) or refers_back(message)
+
+
 _COUNT = re.compile(
     r"\b(how many|number of|count|total|totals|breakdown|how much traffic|tally)\b", re.I
 )

@@ -19,13 +19,7 @@ from functools import partial
 import numpy as np
 
 from crow.chat.agent.context import ToolContext
-from crow.chat.agent.cues import (
-    is_follow_up,
-    is_small_talk,
-    only_substitutes,
-    ranks_products,
-    refers_back,
-)
+from crow.chat.agent.cues import asks_again, is_follow_up, is_small_talk, ranks_products
 from crow.chat.agent.intent import IntentRouter, Route
 from crow.chat.agent.nearest import nearer_tools, nearest_scores
 from crow.chat.agent.passages import knowledge_base_match
@@ -181,8 +175,7 @@ class Guidance:
             # routed with both, its new topic pulled the hint to products (and "and on
             # social?" after a count, to a search); "what does it cost?" asks about the
             # subject of the question before
-            again = only_substitutes(question) or refers_back(question)
-            route = await self._route(earlier if again else both, ctx)
+            route = await self._route(earlier if asks_again(question) else both, ctx)
             if route is None or route.abstained or route.small_talk:
                 return None
             tools = await self._nearer_in_data(route.tools, both, ctx)

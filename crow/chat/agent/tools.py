@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from crow.chat.agent.charts import products_chart, summary_charts
 from crow.chat.agent.context import ToolContext
 from crow.chat.agent.cues import (
+    asks_again,
     asks_confidence,
     asks_least_confident,
     asks_price,
@@ -301,10 +302,13 @@ async def search_org_context(
     three, each token read costs a small model time) and the ones the user's question finds
     (a small model's query is often only a topic, and sometimes another one: "return policy"
     for a product recall), led by the sentence of their whole text that answers the
-    question. A follow-up is read with the question it follows: asked "what about a kayak?"
-    after the return window, a 1.5B searched "kayak" and read a paddling guide."""
+    question. A follow-up that asks the question before it again about another subject is
+    read with it: asked "what about a kayak?" after the return window, a 1.5B searched
+    "kayak" and read a paddling guide. One with a question of its own ("and what if the
+    delivery is late?" after the delivery fee) is read alone: read with the fee question,
+    it led with the fee."""
     question, earlier = ctx.question.strip(), ctx.earlier.strip()
-    follow_up = bool(earlier) and is_follow_up(question)
+    follow_up = bool(earlier) and is_follow_up(question) and asks_again(question)
     asked = f"{earlier} {question}" if follow_up else question
     by_query, by_question = await asyncio.gather(
         _search(ctx, "org_context", args.query, args.limit),
