@@ -72,8 +72,8 @@ async def patterns_in_words(
     rows: list[dict[str, Any]], ctx: ToolContext, kind: str | None = None
 ) -> str:
     """The patterns as numbered text with their confidence, led by the one the question asks
-    about with its finding: the most (or least) confident, asked how sure ("which anomaly are you most
-    confident about?": a 1.5B named another of the six rows, 3 times of 3), else the one
+    about with its finding: the most (or least) confident, asked how sure ("which anomaly are
+    you most confident about?": a 1.5B named another of the six rows, 3 times of 3), else the one
     closest to the user's question (the model's query is often only the topic, and a 1.5B
     stated another row's store). `kind`: the kind of pattern a confidence question is about
     (tools.confidence_kind)."""

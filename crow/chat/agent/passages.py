@@ -43,12 +43,12 @@ async def closest_sentences(
 ) -> list[str]:
     """For each of `texts`, the sentence of `bodies` closest to it, each sentence once (one
     embedding batch of the sentences); for texts in a tuple, the closest to all of them (the
-    mean cosine: a follow-up and the question it follows). The user's question, not only a small model's topic
-    query ("return policy" for "how long do I have to return a kayak?"): it otherwise often
-    states the wrong fact of the right document ("3-6 days" for freight). And each part of a
-    question in two ("can we refund the difference, and is there a time limit?"): the one
-    sentence closest to the whole answered its first part, and the 1.5B said there was no
-    time limit. A near tie gives both sentences (NEAR_TIE)."""
+    mean cosine: a follow-up and the question it follows). The user's question, not only a
+    small model's topic query ("return policy" for "how long do I have to return a kayak?"):
+    it otherwise often states the wrong fact of the right document ("3-6 days" for freight).
+    And each part of a question in two ("can we refund the difference, and is there a time
+    limit?"): the one sentence closest to the whole answered its first part, and the 1.5B
+    said there was no time limit. A near tie gives both sentences (NEAR_TIE)."""
     sentences = sentences_of(bodies)
     vectors = await ctx.embedder.embed(sentences)
     found: list[str] = []

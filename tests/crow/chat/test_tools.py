@@ -442,18 +442,17 @@ def test_the_most_confident_pattern_of_the_kind_asked_about_is_read(demo, most, 
     assert out["in_words"].startswith(
         f"{most.capitalize()} confident anomaly: {title} (anomaly, confidence {confidence:.2f})"
     )
-    if most == "least":
-        return
     # a follow-up names no kind ("which one has the highest confidence?" after the anomalies):
     # the kind the model searched for is the one
-    follow_up = ctx_for(demo, question="which one has the highest confidence?")
+    word = {"most": "highest", "least": "lowest"}[most]
+    follow_up = ctx_for(demo, question=f"which one has the {word} confidence?")
     searched = {"query": "anomalies", "limit": 6}
     out = asyncio.run(tool.invoke(searched, follow_up)).content
-    assert out["in_words"].startswith(f"Most confident anomaly: {title} ")
-    # "the top anomaly one": a pattern's confidence is what ranks it
-    top = ctx_for(demo, question="and the top anomaly one?")
-    out = asyncio.run(tool.invoke({"query": "top anomaly", "limit": 6}, top)).content
-    assert out["in_words"].startswith(f"Most confident anomaly: {title} ")
+    assert out["in_words"].startswith(f"{most.capitalize()} confident anomaly: {title} ")
+    if most == "most":  # "the top anomaly one": a pattern's confidence is what ranks it
+        top = ctx_for(demo, question="and the top anomaly one?")
+        out = asyncio.run(tool.invoke({"query": "top anomaly", "limit": 6}, top)).content
+        assert out["in_words"].startswith(f"Most confident anomaly: {title} ")
 
 
 def test_a_confidence_follow_up_ranks_the_kind_of_pattern_the_question_before_named(demo):
