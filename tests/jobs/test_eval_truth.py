@@ -34,6 +34,7 @@ TRUTH_FILES = [
     ROOT / "benchmarks" / "truth_blind12.jsonl",
     ROOT / "benchmarks" / "truth_blind13.jsonl",
     ROOT / "benchmarks" / "truth_blind14.jsonl",
+    ROOT / "benchmarks" / "truth_blind15.jsonl",
 ]
 
 
