@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+import numpy as np
+
 from crow.chat.agent.context import ToolContext
 
 MATCH_CHARS = 800  # of each document, what the guidance's match reads (KB_MATCH was calibrated so)
@@ -13,6 +15,7 @@ MATCH_CHARS = 800  # of each document, what the guidance's match reads (KB_MATCH
 # open 24 hours."): split there, a 1.5B asked whether a store is open around the clock read
 # only "Open 7:00-22:00 daily;".
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9])")
+_CLAUSE_END = re.compile(r"(?<=;)\s+")
 
 
 async def closest(ctx: ToolContext, text: str, candidates: list[str]) -> tuple[int, float]:
@@ -48,18 +51,33 @@ async def closest_sentences(
     it otherwise often states the wrong fact of the right document ("3-6 days" for freight).
     And each part of a question in two ("can we refund the difference, and is there a time
     limit?"): the one sentence closest to the whole answered its first part, and the 1.5B
-    said there was no time limit. A near tie gives both sentences (NEAR_TIE)."""
+    said there was no time limit. A near tie gives both sentences (NEAR_TIE). A sentence is
+    as close as its closest clause (its parts between semicolons) and is given whole: MiniLM
+    put the loyalty program's "5% back" before "Typical turnaround is 10 business days;
+    members get 20% off repairs." for a member's repair discount; its second clause alone is
+    closer (on the spent sets' 119 knowledge-base questions, the first sentence given
+    states the fact for 96 instead of 94; titles or word overlap added to it did no better)."""
     sentences = sentences_of(bodies)
-    vectors = await ctx.embedder.embed(sentences)
+    clauses = [(i, c) for i, s in enumerate(sentences) for c in _clauses_of(s)]
+    vectors = await ctx.embedder.embed(sentences + [c for _, c in clauses])
+    owner = np.array([i for i, _ in clauses], dtype=np.int64)
     found: list[str] = []
     for text in texts:
         parts = (text,) if isinstance(text, str) else text
-        scores = sum([vectors @ await ctx.embed(t) for t in parts]) / len(parts)
+        cosines = sum([vectors @ await ctx.embed(t) for t in parts]) / len(parts)
+        scores = cosines[: len(sentences)].copy()
+        np.maximum.at(scores, owner, cosines[len(sentences) :])  # a clause speaks for its sentence
         ranked = scores.argsort()[::-1][:2]
         for i in ranked:
             if scores[i] >= scores[ranked[0]] - NEAR_TIE and sentences[i] not in found:
                 found.append(sentences[i])
     return found
+
+
+def _clauses_of(sentence: str) -> list[str]:
+    """The clauses of a sentence joined by semicolons (none for a sentence of one)."""
+    parts = [p.strip() for p in _CLAUSE_END.split(sentence) if p.strip()]
+    return parts if len(parts) >= 2 else []
 
 
 def sentences_of(bodies: list[str]) -> list[str]:

@@ -384,6 +384,39 @@ def test_a_sentence_nearly_as_close_as_the_best_is_given_too():
     assert asyncio.run(closest_sentences(Ctx, ["Q?"], ["Best. Tied. Apart."])) == ["Best."]
 
 
+def test_a_sentence_is_as_close_as_its_closest_clause_and_is_given_whole():
+    """ "Do Basecamp members get anything off when we fix their gear?": MiniLM put the loyalty
+    sentence (0.56) before "Typical turnaround is 10 business days; members get 20% off
+    repairs." (0.48), and a 1.5B answered 5% back; its second clause alone is closer. A
+    sentence scores as its closest clause, and is given whole (the clauses belong together)."""
+    import numpy as np
+
+    from crow.chat.agent.passages import closest_sentences
+
+    question, other, rest = np.eye(3, dtype=np.float32)
+    repair = "Turnaround is 10 days; members get 20% off repairs."
+    vectors = {
+        "Q?": question,
+        "Members earn 5% back.": 0.56 * question + 0.83 * other,
+        repair: 0.48 * question + 0.88 * rest,
+        "Turnaround is 10 days;": 0.1 * question + 0.99 * rest,
+        "members get 20% off repairs.": 0.8 * question + 0.6 * rest,
+    }
+
+    class Ctx:
+        class embedder:
+            @staticmethod
+            async def embed(texts):
+                return np.stack([vectors[t] for t in texts])
+
+        @staticmethod
+        async def embed(text):
+            return vectors[text]
+
+    found = asyncio.run(closest_sentences(Ctx, ["Q?"], [f"Members earn 5% back. {repair}"]))
+    assert found == [repair]
+
+
 def test_the_patterns_read_are_led_by_the_one_the_question_asks_about(demo):
     """A 1.5B asked which pattern it was most sure of named another of the rows it read, and
     asked about one pattern stated another row's store: the result leads with the most
