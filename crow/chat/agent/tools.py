@@ -327,8 +327,11 @@ async def search_org_context(
     ]
     found: dict[str, Any] = {"documents": rows}
     if rows and (target := question or args.query.strip()):
-        # each part of a question in two, too; a follow-up, with the question it follows
-        targets = [(target, earlier) if follow_up else target, *split_clauses(target)]
+        # each part of a question in two, too, read with the whole ("how long do i have",
+        # alone, is closest to the return window, not to the price drop the question is
+        # about); a follow-up, with the question it follows
+        parts = [(part, target) for part in split_clauses(target)]
+        targets = [(target, earlier) if follow_up else target, *parts]
         sentences = await closest_sentences(ctx, targets, [h["body"] for h in hits])
         found = {"relevant_sentence": " ".join(sentences)} | found
     return ToolOutput(

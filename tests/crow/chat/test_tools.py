@@ -336,6 +336,25 @@ def test_each_part_of_a_question_in_two_gets_its_knowledge_base_sentence(demo):
     assert second.rstrip(".") not in alone["relevant_sentence"]
 
 
+def test_a_part_of_a_question_is_read_with_the_whole_question(demo):
+    """ "bought a tent and now it's cheaper, can I get the difference back? how long do i
+    have": its part "how long do i have", alone, is closest to the return window, and a 1.5B
+    answered with it instead of the price drop's 14 days. A part's sentence is the one
+    closest to it and to the whole question together."""
+    from crow.chat.agent.tools import TOOLS_BY_NAME
+
+    tool, args = TOOLS_BY_NAME["search_org_context"], {"query": "return policy"}
+    # the tests' hash embedder matches words: among the documents found, the second part
+    # alone is closest to the standard-shipping sentence, which the question is not about
+    question = (
+        "refund the difference if our own price drops, and how long can it be in any store "
+        "or by mail?"
+    )
+    out = asyncio.run(tool.invoke(args, ctx_for(demo, question=question))).content
+    assert "refund the difference if our own price drops within 14 days" in out["relevant_sentence"]
+    assert "Standard shipping" not in out["relevant_sentence"]
+
+
 def test_a_knowledge_base_sentence_keeps_its_clauses_after_a_semicolon():
     """ "Open 7:00-22:00 daily; Downtown Market open 24 hours.": split at the semicolon, a
     1.5B asked whether any store is open around the clock read only the first clause."""
