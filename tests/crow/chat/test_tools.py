@@ -4,6 +4,7 @@ results that say what to try."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -370,6 +371,23 @@ def test_a_knowledge_base_sentence_keeps_its_clauses_after_a_semicolon():
     ]
 
 
+def _vectors_ctx(vectors: dict) -> Any:
+    """A tool context whose embedder gives each text the vector `vectors` names."""
+    import numpy as np
+
+    class Ctx:
+        class embedder:
+            @staticmethod
+            async def embed(texts):
+                return np.stack([vectors[t] for t in texts])
+
+        @staticmethod
+        async def embed(text):
+            return vectors[text]
+
+    return Ctx
+
+
 def test_a_sentence_nearly_as_close_as_the_best_is_given_too():
     """MiniLM put "Standard shipping is free ..." a little closer to "what do we charge for
     overnight shipping?" than the sentence with the overnight price: a near tie gives both,
@@ -387,20 +405,11 @@ def test_a_sentence_nearly_as_close_as_the_best_is_given_too():
         "Apart.": 0.3 * question + 0.954 * near,
     }
 
-    class Ctx:
-        class embedder:
-            @staticmethod
-            async def embed(texts):
-                return np.stack([vectors[t] for t in texts])
-
-        @staticmethod
-        async def embed(text):
-            return vectors[text]
-
-    found = asyncio.run(closest_sentences(Ctx, ["Q?"], ["Best. Tied. Apart."]))
+    ctx = _vectors_ctx(vectors)
+    found = asyncio.run(closest_sentences(ctx, ["Q?"], ["Best. Tied. Apart."]))
     assert found == ["Best.", "Tied."]
     vectors["Tied."] = vectors["Apart."]
-    assert asyncio.run(closest_sentences(Ctx, ["Q?"], ["Best. Tied. Apart."])) == ["Best."]
+    assert asyncio.run(closest_sentences(ctx, ["Q?"], ["Best. Tied. Apart."])) == ["Best."]
 
 
 def test_a_sentence_is_as_close_as_its_closest_clause_and_is_given_whole():
@@ -422,17 +431,8 @@ def test_a_sentence_is_as_close_as_its_closest_clause_and_is_given_whole():
         "members get 20% off repairs.": 0.8 * question + 0.6 * rest,
     }
 
-    class Ctx:
-        class embedder:
-            @staticmethod
-            async def embed(texts):
-                return np.stack([vectors[t] for t in texts])
-
-        @staticmethod
-        async def embed(text):
-            return vectors[text]
-
-    found = asyncio.run(closest_sentences(Ctx, ["Q?"], [f"Members earn 5% back. {repair}"]))
+    ctx = _vectors_ctx(vectors)
+    found = asyncio.run(closest_sentences(ctx, ["Q?"], [f"Members earn 5% back. {repair}"]))
     assert found == [repair]
 
 
