@@ -252,6 +252,9 @@ def test_a_follow_up_is_routed_with_the_question_it_follows(demo):
         ("ok and if the stuff that went off came from a home delivery?", True),
         ("what does it cost?", True),
         ("is it in stock?", True),
+        ("do basecamp members get any discount on that?", True),  # ends on what came before
+        ("Which of our stores sells the most of that?", True),
+        ("What did customers say about that jacket on social?", False),
         ("Is there one store open on Sundays?", False),
         ("How many web interactions did we have?", False),
         ("Which tents are most popular?", False),
@@ -281,6 +284,25 @@ def test_a_follow_up_that_only_swaps_what_it_asks_about(question, substitutes):
     from crow.chat.agent.cues import only_substitutes
 
     assert only_substitutes(question) is substitutes
+
+
+@pytest.mark.parametrize(
+    ("question", "confidence", "least"),
+    [
+        ("which anomaly pattern has the lowest confidence?", True, True),
+        ("which anomaly pattern has the lowest confidnce?", True, True),  # misspelled
+        ("which trend are we most confident about?", True, False),
+        ("what's the conference schedule?", False, False),
+        ("which products are configured for pickup?", False, False),
+    ],
+)
+def test_confidence_cues(question, confidence, least):
+    """A confidence question leads the pattern results with the most (or least) confident;
+    "lowest confidnce" was read as none and answered with the most confident anomaly."""
+    from crow.chat.agent.cues import asks_confidence, asks_least_confident
+
+    assert asks_confidence(question) is confidence
+    assert asks_least_confident(question) is least
 
 
 def test_a_question_the_knowledge_base_nearly_restates_gets_the_knowledge_base_hint(demo):

@@ -23,6 +23,10 @@ def demo(tmp_path_factory):
         {"query": "top products", "sort": "popularity"},
         {"query": "our best-selling products"},
         {"query": ""},
+        # ranking words, not a topic (a 1.5B searched "most engaged" for "our most popular
+        # product at the moment, by customer engagement")
+        {"query": "most engaged", "sort": "popularity"},
+        {"query": "customer favorites"},
     ],
 )
 def test_top_products_overall_equal_the_duckdb_ranking(demo, arguments):
