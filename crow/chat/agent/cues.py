@@ -4,7 +4,8 @@ their kinds, prices, the questions inside a request.
 Read by the intent router's refinement (crow.chat.agent.intent) and the guidance, whose
 reading reaches the model as a hint; by the tools, to lead a result with what the question
 asks (a query that names no topic ranks the whole catalog, the compared channels, a price,
-the most confident pattern of a kind, each part of a question in two); by the answer checks
+the most confident pattern of a kind, each part of a question in two; what a product query
+names is in crow.chat.agent.product_words); by the answer checks
 (a comparison answered with one side); and by the scripted test models. Nothing here decides
 which tool is called.
 """
@@ -125,114 +126,6 @@ def is_count_question(message: str) -> bool:
     if not _NOT_INTERACTIONS.search(message):
         return True
     return re.search(r"\binteractions?\b", message, re.I) is not None and not is_ranking(message)
-
-
-# ranking words, not a topic: "most popular product at the moment, by customer engagement"
-# was searched as "most engaged" and ranked the products nearest those words
-_NO_TOPIC = frozenset(
-    [
-        "a",
-        "all",
-        "any",
-        "are",
-        "at",
-        "best",
-        "best-selling",
-        "bestselling",
-        "by",
-        "catalog",
-        "catalogue",
-        "current",
-        "currently",
-        "customer",
-        "customers",
-        "demand",
-        "do",
-        "engaged",
-        "engagement",
-        "favorite",
-        "favorites",
-        "favourite",
-        "favourites",
-        "goods",
-        "hottest",
-        "in",
-        "interaction",
-        "interactions",
-        "interest",
-        "is",
-        "item",
-        "items",
-        "list",
-        "moment",
-        "most",
-        "now",
-        "of",
-        "our",
-        "overall",
-        "popular",
-        "popularity",
-        "product",
-        "products",
-        "rank",
-        "ranked",
-        "right",
-        "sell",
-        "seller",
-        "sellers",
-        "selling",
-        "sells",
-        "shopper",
-        "shoppers",
-        "sold",
-        "the",
-        "these",
-        "this",
-        "today",
-        "top",
-        "trending",
-        "viewed",
-        "views",
-        "we",
-        "what",
-        "which",
-    ]
-)
-
-
-def names_no_topic(query: str) -> bool:
-    """A product query made only of words like "top", "best selling", "our products": it asks
-    for the whole catalog's ranking, not for products about something."""
-    words = re.findall(r"[a-z][a-z-]*", query.lower())
-    return all(w in _NO_TOPIC for w in words)
-
-
-_CATEGORY_FILLER = frozenset(["and", "category", "equipment", "food", "foods", "gear", "range"])
-
-
-def _stems(text: str) -> set[str]:
-    words = re.findall(r"[a-z]+", text.lower())
-    return {w[:-1] if len(w) > 3 and w.endswith("s") else w for w in words}
-
-
-_NO_TOPIC_STEMS = _stems(" ".join(_NO_TOPIC)) | _CATEGORY_FILLER
-
-
-def category_named(query: str, categories: list[str]) -> str | None:
-    """The one catalog category a product query names and nothing more ("tents", "dairy
-    products", "our best-selling backpack"), or None ("rain jackets", "frozen pizza")."""
-    wanted = _stems(query) - _NO_TOPIC_STEMS
-    if not wanted:
-        return None
-    named = [c for c in categories if wanted <= _stems(c) - _CATEGORY_FILLER]
-    return named[0] if len(named) == 1 else None
-
-
-def shares_no_word(query: str, texts: list[str]) -> bool:
-    """A product query with a topic none of `texts` (the found products' titles and
-    categories) has a word of: "gift card" found chocolate bars, nearest by meaning only."""
-    wanted = _stems(query) - _NO_TOPIC_STEMS
-    return bool(wanted) and not any(wanted & _stems(text) for text in texts)
 
 
 _CHANNEL_WORDS = {

@@ -17,11 +17,8 @@ from crow.chat.agent.cues import (
     asks_confidence,
     asks_least_confident,
     asks_price,
-    category_named,
     is_follow_up,
-    names_no_topic,
     pattern_type_named,
-    shares_no_word,
     split_clauses,
 )
 from crow.chat.agent.in_words import (
@@ -32,6 +29,7 @@ from crow.chat.agent.in_words import (
     summary_in_words,
 )
 from crow.chat.agent.passages import closest_sentences
+from crow.chat.agent.product_words import category_named, names_no_topic, shares_no_word
 from crow.chat.agent.sources import Source
 from crow.chat.agent.tool import Tool, ToolOutput
 from crow.chat.agent.tool_args import (

@@ -148,7 +148,7 @@ def test_products_that_share_no_word_with_the_query_say_they_are_only_the_neares
     ],
 )
 def test_a_query_shares_no_word_only_when_no_found_text_has_one(query, texts, none):
-    from crow.chat.agent.cues import shares_no_word
+    from crow.chat.agent.product_words import shares_no_word
 
     assert shares_no_word(query, texts) is none
 
@@ -236,7 +236,7 @@ def test_charts_carry_the_tools_own_figures(demo):
     ],
 )
 def test_a_query_names_a_category_only_when_it_names_one_and_nothing_more(query, category):
-    from crow.chat.agent.cues import category_named
+    from crow.chat.agent.product_words import category_named
 
     catalog = ["Sleeping Bags", "Tents", "Backpacks", "Jackets", "Water Sports"]
     catalog += ["Meat & Seafood", "Team Sports"]

@@ -1,0 +1,114 @@
+"""What a product search's query names: no topic ("top products": the whole catalog), one
+catalog category ("most popular tents": every product of it), or a topic no product found
+shares a word with ("gift card": nearest by meaning only). Read by the product tool."""
+
+from __future__ import annotations
+
+import re
+
+# ranking words, not a topic: "most popular product at the moment, by customer engagement"
+# was searched as "most engaged" and ranked the products nearest those words
+_NO_TOPIC = frozenset(
+    [
+        "a",
+        "all",
+        "any",
+        "are",
+        "at",
+        "best",
+        "best-selling",
+        "bestselling",
+        "by",
+        "catalog",
+        "catalogue",
+        "current",
+        "currently",
+        "customer",
+        "customers",
+        "demand",
+        "do",
+        "engaged",
+        "engagement",
+        "favorite",
+        "favorites",
+        "favourite",
+        "favourites",
+        "goods",
+        "hottest",
+        "in",
+        "interaction",
+        "interactions",
+        "interest",
+        "is",
+        "item",
+        "items",
+        "list",
+        "moment",
+        "most",
+        "now",
+        "of",
+        "our",
+        "overall",
+        "popular",
+        "popularity",
+        "product",
+        "products",
+        "rank",
+        "ranked",
+        "right",
+        "sell",
+        "seller",
+        "sellers",
+        "selling",
+        "sells",
+        "shopper",
+        "shoppers",
+        "sold",
+        "the",
+        "these",
+        "this",
+        "today",
+        "top",
+        "trending",
+        "viewed",
+        "views",
+        "we",
+        "what",
+        "which",
+    ]
+)
+
+
+def names_no_topic(query: str) -> bool:
+    """A product query made only of words like "top", "best selling", "our products": it asks
+    for the whole catalog's ranking, not for products about something."""
+    words = re.findall(r"[a-z][a-z-]*", query.lower())
+    return all(w in _NO_TOPIC for w in words)
+
+
+_CATEGORY_FILLER = frozenset(["and", "category", "equipment", "food", "foods", "gear", "range"])
+
+
+def _stems(text: str) -> set[str]:
+    words = re.findall(r"[a-z]+", text.lower())
+    return {w[:-1] if len(w) > 3 and w.endswith("s") else w for w in words}
+
+
+_NO_TOPIC_STEMS = _stems(" ".join(_NO_TOPIC)) | _CATEGORY_FILLER
+
+
+def category_named(query: str, categories: list[str]) -> str | None:
+    """The one catalog category a product query names and nothing more ("tents", "dairy
+    products", "our best-selling backpack"), or None ("rain jackets", "frozen pizza")."""
+    wanted = _stems(query) - _NO_TOPIC_STEMS
+    if not wanted:
+        return None
+    named = [c for c in categories if wanted <= _stems(c) - _CATEGORY_FILLER]
+    return named[0] if len(named) == 1 else None
+
+
+def shares_no_word(query: str, texts: list[str]) -> bool:
+    """A product query with a topic none of `texts` (the found products' titles and
+    categories) has a word of: "gift card" found chocolate bars, nearest by meaning only."""
+    wanted = _stems(query) - _NO_TOPIC_STEMS
+    return bool(wanted) and not any(wanted & _stems(text) for text in texts)
