@@ -12,6 +12,9 @@ A question of an evaluation file may carry a ``truth``:
   of that kind (what a search answer rests on).
 - ``{"no_tools": true}``: small talk, answered without any tool.
 
+A truth may carry more than one of ``sql``, ``facts`` and ``cites`` (a question that asks two
+things): the answer must state each.
+
 The truth is computed from the data the agent reads, never from the agent's own tools.
 """
 
@@ -43,24 +46,36 @@ def expected(truth: dict[str, Any], lake: DataLake, org_id: str) -> list[list[An
 
 
 def judge(truth: dict[str, Any], rows: list[list[Any]] | None, answer: Any) -> bool:
-    """Whether the answer states what the truth says a correct answer states."""
+    """Whether the answer states what the truth says a correct answer states: every kind of
+    truth it carries (a question that asks two things may carry ``sql`` and ``facts``)."""
     called = {step["name"] for step in answer.tool_steps}
     if truth.get("no_tools"):
         return not called and bool(answer.content.strip())
+    checks = []
     if "cites" in truth:
         want = truth["cites"]
-        return any(
-            s.type == want["type"] and want.get("detail") in (None, s.detail)
-            for s in answer.sources
+        checks.append(
+            any(
+                s.type == want["type"] and want.get("detail") in (None, s.detail)
+                for s in answer.sources
+            )
         )
     if "facts" in truth:
-        return all(
-            any(_states(answer.content, alt) for alt in (f if isinstance(f, list) else [f]))
-            for f in truth["facts"]
+        checks.append(
+            all(
+                any(_states(answer.content, alt) for alt in (f if isinstance(f, list) else [f]))
+                for f in truth["facts"]
+            )
         )
+    if "sql" in truth:
+        checks.append(_states_rows(truth, rows, answer.content))
+    return bool(checks) and all(checks)
+
+
+def _states_rows(truth: dict[str, Any], rows: list[list[Any]] | None, content: str) -> bool:
     if not rows:  # a query with no result: nothing an answer could state
         return False
-    matches = [all(_states(answer.content, value) for value in row) for row in rows]
+    matches = [all(_states(content, value) for value in row) for row in rows]
     return any(matches) if truth.get("match") == "any" else all(matches)
 
 

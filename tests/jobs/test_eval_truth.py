@@ -95,6 +95,14 @@ def test_all_rows_or_any_row():
     assert truth.judge({"sql": "-"}, rows, both)
 
 
+def test_a_two_part_truth_needs_both_parts_stated():
+    both = {"sql": "-", "match": "all", "facts": [["$75", "75 USD"]]}
+    rows = [[1234]]
+    assert truth.judge(both, rows, answer("1,234 web interactions; shipping is free over $75."))
+    assert not truth.judge(both, rows, answer("You logged 1,234 web interactions."))
+    assert not truth.judge(both, rows, answer("Standard shipping is free over $75."))
+
+
 def test_facts_alternatives_citations_and_small_talk():
     facts = {"facts": [["30 days", "thirty days"], "unused"]}
     assert truth.judge(facts, None, answer("Kayaks must be returned unused within thirty days."))
