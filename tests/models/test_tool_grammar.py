@@ -8,7 +8,7 @@ import json
 import pytest
 
 from models.messages import NamedToolChoice
-from models.tool_grammar import NO_CALL_GRAMMAR, call_schema, constraint
+from models.tool_grammar import MAX_CALLS, NO_CALL_GRAMMAR, call_schema, constraint
 from tests.models.tools_fixture import TOOLS
 
 
@@ -21,6 +21,24 @@ def test_auto_is_one_grammar_where_prose_and_every_call_form_may_start() -> None
     assert lines[0] == "%llguidance {}"
     assert "start: tagged | fenced | call | prose" in lines
     assert "prose: TEXT tagged?" in lines  # "Let me check." then a tagged call
+
+
+def test_a_reply_may_hold_several_calls_up_to_a_bound() -> None:
+    # a 1.5B writes a reply's calls as a list in a fence, or as tags one to a line; with one
+    # call per fence and no newline between tags it never wrote two
+    lines = constraint(TOOLS, "auto")["grammar"].splitlines()
+    assert 'fenced: "```json" "\\n" (call | calls) "\\n```"' in lines
+    [calls] = [line for line in lines if line.startswith("calls: %json ")]
+    schema = json.loads(calls.removeprefix("calls: %json "))
+    assert schema == {
+        "type": "array",
+        "items": call_schema(TOOLS),
+        "minItems": 1,
+        "maxItems": MAX_CALLS,
+    }
+    [tagged] = [line for line in lines if line.startswith("tagged: ")]
+    options = tagged.removeprefix("tagged: ").split(" | ")
+    assert options == [' "\\n" '.join(["one"] * n) for n in range(1, MAX_CALLS + 1)]
 
 
 def test_required_and_named_constrain_the_whole_output() -> None:
