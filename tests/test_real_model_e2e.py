@@ -99,6 +99,24 @@ def test_follow_ups_resolve_against_the_earlier_turns(app):
     assert searches and searches[-1]["arguments"].get("channel") == "social"
 
 
+def test_a_request_of_two_questions_gets_a_call_for_each(app):
+    """The model writes both calls in one reply (a list in a fence: with one call a fence,
+    the 1.5B never wrote two); the count is the summary's figure."""
+    summary = httpx.get(
+        f"{app.url}/api/v1/interactions/organization/{ORG}/summary", headers=app.h
+    ).json()
+    answer = ask(
+        app,
+        "How many social interactions have we logged, and show me what people said about tents?",
+    )
+    print("two questions:", answer["tool_steps"], repr(answer["content"]))
+    called = [s["name"] for s in answer["tool_steps"]]
+    assert {"get_interaction_summary", "search_interactions"} <= set(called)
+    social = summary["by_channel"]["social"]
+    numbers = {int(n.replace(",", "")) for n in re.findall(r"\d[\d,]*", answer["content"])}
+    assert social in numbers
+
+
 def test_dashboard_answers_a_suggested_prompt_with_the_real_model(app):
     from playwright.sync_api import expect, sync_playwright
 

@@ -193,8 +193,10 @@ def asks_least_confident(message: str) -> bool:
 
 
 _CLAUSES = re.compile(
-    r"(?:[,;]\s*(?:and\s+|but\s+|also\s+|plus\s+)?|(?<!\s)\s+(?:and|but|also|plus)\s+|\?\s+)"
-    r"(?=(?:what|which|how|who|where|when|why|show|list|find|give|tell|are|is|do|does|did|can)\b)",
+    r"(?:[,;]\s*(?:and\s+|but\s+|also\s+|plus\s+)?|(?<!\s)\s+(?:and|but|also|plus)\s+|"
+    r"\?\s+(?:and\s+|also\s+|plus\s+)?)"
+    r"(?=(?:what|which|how|who|where|when|why|show|list|find|give|tell|remind|are|is|do|does|"
+    r"did|can)\b)",
     re.I,
 )
 

@@ -19,7 +19,13 @@ from functools import partial
 import numpy as np
 
 from crow.chat.agent.context import ToolContext
-from crow.chat.agent.cues import asks_again, is_follow_up, is_small_talk, ranks_products
+from crow.chat.agent.cues import (
+    asks_again,
+    is_follow_up,
+    is_small_talk,
+    ranks_products,
+    split_clauses,
+)
 from crow.chat.agent.intent import IntentRouter, Route
 from crow.chat.agent.nearest import nearer_tools, nearest_scores
 from crow.chat.agent.passages import knowledge_base_match
@@ -55,6 +61,14 @@ the earlier question)
 - after "what is our policy on X?", "and for Y?" -> search_org_context {"query": "X policy \
 for Y"} (a follow-up's query keeps what the earlier question asked)
 - "good morning!", "thank you!" -> no tool; reply briefly.
+A question that asks two things gets a call for each, both in one reply, as a list; e.g. \
+"how many store camera events last month, and what is our return policy?":
+```json
+[
+  {"name": "get_interaction_summary", "arguments": {"channel": "cctv", "since": "last month"}},
+  {"name": "search_org_context", "arguments": {"query": "return policy"}}
+]
+```
 When a tool result answers the question, answer it: the figure or names it asks for, first, \
 in a sentence. A question that asks for two things (a start and an end, a fee and a limit, \
 how long and how much) is answered with both, each from the result."""
@@ -111,6 +125,16 @@ def earlier_question(messages: Sequence[Message]) -> str | None:
 
 
 _HINT = "Routing hint (may be wrong; follow the question): "
+
+
+def _likely(tools: Sequence[str]) -> str:
+    """The hint's tools; two or more, as calls of one reply."""
+    if len(tools) < 2:
+        return f"likely tools: {', '.join(tools)}."
+    return (
+        f"likely tools: {' and '.join(tools)} (it asks {len(tools)} things: call each of "
+        "them, in this reply)."
+    )
 
 
 @dataclass(frozen=True)
@@ -181,7 +205,7 @@ class Guidance:
             tools = await self._nearer_in_data(route.tools, both, ctx)
             return Hint(
                 f"{_HINT}a follow-up to the previous question; call a tool for it, earlier "
-                f"figures answer only earlier questions; likely tools: {', '.join(tools)}.",
+                f"figures answer only earlier questions; {_likely(tools)}",
                 tools,
             )
         route = await self._route(question, ctx)
@@ -198,7 +222,16 @@ class Guidance:
                 "Routing hint: this reads as small talk; reply briefly without calling a tool."
             )
         tools = await self._nearer_in_data(route.tools, question, ctx)
-        return Hint(f"{_HINT}likely tools: {', '.join(tools)}.", tools)
+        if "search_org_context" not in tools and await self._part_in_knowledge_base(question, ctx):
+            tools = (*tools, "search_org_context")
+        return Hint(f"{_HINT}{_likely(tools)}", tools)
+
+    async def _part_in_knowledge_base(self, question: str, ctx: ToolContext) -> bool:
+        """A request of two questions one of which the knowledge base answers ("what's our
+        most popular bakery item, and how much notice do custom cakes need?"): the router
+        reads the whole, where the ranking's cues win."""
+        parts = split_clauses(question)
+        return any([await self._in_knowledge_base(part, ctx) for part in parts])
 
     async def _in_knowledge_base(self, question: str, ctx: ToolContext) -> bool:
         """Whether a sentence of the org's own knowledge base nearly restates the question

@@ -35,6 +35,10 @@ def test_two_questions_in_one_request_are_split_into_clauses():
         "what did people buy",
     ]
     assert split_clauses("Find tents and sleeping bags") == []  # one question, two things
+    assert split_clauses("How many visits last week? also remind me, when do stores open?") == [
+        "How many visits last week",
+        "when do stores open",
+    ]
 
 
 def test_cue_words_refine_what_the_examples_voted():
@@ -440,3 +444,25 @@ def test_the_hint_names_the_tool_of_the_data_a_question_restates(demo):
 
     hint = asyncio.run(guidance.hint(question, ctx_for(demo, retriever=Broken()))).text
     assert "likely tools: search_products." in hint
+
+
+def test_a_part_the_knowledge_base_restates_adds_it_to_the_hint(demo):
+    """Of two questions in one request, one the knowledge base restates: the router reads the
+    whole as the other's (a ranking), and the hint names both tools, as calls of one reply."""
+    import duckdb
+
+    from crow.chat.agent.guidance import Guidance
+
+    with duckdb.connect() as con:
+        (body,) = con.execute(
+            "SELECT body FROM read_parquet(?) LIMIT 1",
+            [demo.lake.parquet_glob("acme-outdoor", "documents")],
+        ).fetchone()
+    sentence = body.split(". ")[0].rstrip(".")
+    guidance = Guidance(timeout_s=5)
+    guidance.router = RecordingRouter(Route(("products",), 0.8))
+    alone = asyncio.run(guidance.hint("Which tent is our most popular?", ctx_for(demo))).text
+    assert alone.endswith("likely tools: search_products.")
+    both = f"Which tent is our most popular, and is it true that {sentence}?"
+    hint = asyncio.run(guidance.hint(both, ctx_for(demo))).text
+    assert "likely tools: search_products and search_org_context (it asks 2 things" in hint
