@@ -36,6 +36,7 @@ TRUTH_FILES = [
     ROOT / "benchmarks" / "truth_blind14.jsonl",
     ROOT / "benchmarks" / "truth_blind15.jsonl",
     ROOT / "benchmarks" / "truth_blind16.jsonl",
+    ROOT / "benchmarks" / "truth_blind17.jsonl",
 ]
 
 
