@@ -109,6 +109,11 @@ _NOT_INTERACTIONS = re.compile(
 )
 
 
+_DURATION = re.compile(
+    r"\bhow many (?:\w+ )?(?:minutes|hours|days|weeks|months|years)\b(?! (?:ago|back))", re.I
+)  # "how many business days does delivery take?" asks for a duration, not a count
+
+
 _RANKS = re.compile(r"\b(top|most|least|best|worst|rank\w*|popular|number one)\b", re.I)
 
 
@@ -121,7 +126,7 @@ def is_count_question(message: str) -> bool:
     """A question asking for a number of interactions (not of products, stores, ...): also
     "how many interactions did tents get", but not "top 4 products by number of
     interactions", which ranks products."""
-    if not _COUNT.search(message):
+    if not _COUNT.search(message) or _DURATION.search(message):
         return False
     if not _NOT_INTERACTIONS.search(message):
         return True
@@ -139,6 +144,13 @@ def channels_named(message: str) -> list[str]:
     """The interaction channels a question names, in the tools' words ("store cameras or
     social?" -> cctv, social)."""
     return [channel for channel, words in _CHANNEL_WORDS.items() if words.search(message)]
+
+
+def counts_a_channel(message: str) -> bool:
+    """A number of interactions on a named channel ("how many social mentions did we get in
+    October?"): the interactions', even when the org's profile (which names the org and
+    its channels) is near."""
+    return is_count_question(message) and bool(channels_named(message))
 
 
 # Words that may stand for a channel without naming one: "store visitors", "posts", "page views".

@@ -21,6 +21,7 @@ import numpy as np
 from crow.chat.agent.context import ToolContext
 from crow.chat.agent.cues import (
     asks_again,
+    counts_a_channel,
     is_follow_up,
     is_small_talk,
     ranks_products,
@@ -212,6 +213,7 @@ class Guidance:
         if (
             (route is None or not route.small_talk)
             and not ranks_products(question)
+            and not counts_a_channel(question)
             and await self._in_knowledge_base(question, ctx)
         ):
             return Hint(f"{_HINT}{KB_HINT}", ("search_org_context",))

@@ -27,6 +27,7 @@ import numpy as np
 from crow.chat.agent.cues import (
     asks_popularity,
     compares_channels,
+    counts_a_channel,
     is_count_question,
     is_lookup,
     names_confidence,
@@ -158,9 +159,9 @@ def refine(question: str, intents: set[str], clauses: Sequence[str]) -> tuple[st
     if len(intents) > 1:
         intents.discard("chat")  # data wins over small talk
     counted = [c for c in clauses or [question] if is_count_question(c)]
-    if counted and "org" not in intents:
+    if counted and ("org" not in intents or any(counts_a_channel(c) for c in counted)):
         if not clauses:  # one question, asking for a number: the summary answers it
-            intents.discard("interactions")
+            intents -= {"interactions", "org"}
         intents.add("count")
         intents.discard("chat")
     elif intents == {"count"} and is_lookup(question):

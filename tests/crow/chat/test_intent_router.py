@@ -54,6 +54,10 @@ def test_cue_words_refine_what_the_examples_voted():
     )
     # a count of stores is the knowledge base's, not the summary's
     assert refine("How many stores do we have?", {"org"}, []) == ("org",)
+    # a number of interactions on a named channel is the summary's, whatever the vote; a
+    # number of days is a duration, not a count
+    assert refine("how many social mentions did we get in october?", {"org"}, []) == ("count",)
+    assert refine("how many days does delivery take for online orders?", {"org"}, []) == ("org",)
     # only patterns carry a confidence: a ranking by it ranks patterns, not products
     assert refine("which one has the highest confidence?", {"products"}, []) == ("patterns",)
     assert refine("Of the churn risks, which are you most confident about?", {"org"}, []) == (
@@ -466,3 +470,25 @@ def test_a_part_the_knowledge_base_restates_adds_it_to_the_hint(demo):
     both = f"Which tent is our most popular, and is it true that {sentence}?"
     hint = asyncio.run(guidance.hint(both, ctx_for(demo))).text
     assert "likely tools: search_products and search_org_context (it asks 2 things" in hint
+
+
+def test_a_count_on_a_named_channel_is_not_hinted_to_the_knowledge_base(demo):
+    """The org's profile names the org and its channels, so "how many social mentions did
+    <org> get?" can come near it; a number of interactions on a channel is still a count."""
+    import duckdb
+
+    from crow.chat.agent.guidance import Guidance
+
+    with duckdb.connect() as con:
+        (body,) = con.execute(
+            "SELECT body FROM read_parquet(?) LIMIT 1",
+            [demo.lake.parquet_glob("acme-outdoor", "documents")],
+        ).fetchone()
+    sentence = body.split(". ")[0].rstrip(".")
+    guidance = Guidance(timeout_s=5)
+    guidance.router = RecordingRouter(Route(("count",), 0.8))
+    about = asyncio.run(guidance.hint(f"Is it true that {sentence}?", ctx_for(demo))).text
+    assert "search_org_context" in about  # the sentence alone is the knowledge base's
+    question = f"How many social interactions said {sentence}?"
+    hint = asyncio.run(guidance.hint(question, ctx_for(demo))).text
+    assert hint.endswith("likely tools: get_interaction_summary.")
