@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from crow.chat.agent.prompts import system_prompt
+from crow.chat.agent.prompts import opening
 from crow.chat.agent.tools import TOOLS
 from crow.settings import AppSettings
 from models.gguf_assembly import assemble_gguf, source_for
@@ -48,7 +48,7 @@ DECODE_PROMPT = "Write a short paragraph about choosing a tent for a family camp
 
 
 def messages(question: str) -> list[Message]:
-    return [Message.system(system_prompt("Acme Outdoor")), Message.user(question)]
+    return [*opening("Acme Outdoor"), Message.user(question)]
 
 
 # -- llama.cpp ---------------------------------------------------------------------------------

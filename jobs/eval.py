@@ -36,7 +36,7 @@ from crow.app import LocalApp, chat_model, open_local_app
 from crow.chat.agent.config import AgentConfig
 from crow.chat.agent.context import ToolContext
 from crow.chat.agent.loop import Agent
-from crow.chat.agent.prompts import system_prompt
+from crow.chat.agent.prompts import opening
 from crow.chat.agent.tools import TOOLS_BY_NAME
 from crow.config_source import CONFIG_HELP, ConfigError, settings_from_config_arg
 from crow.settings import AppSettings
@@ -96,7 +96,7 @@ async def evaluate_question(
 ) -> dict[str, Any]:
     """Ask one question the way the app does (after its history, if any), time the answer
     and grade it."""
-    messages = [Message.system(system_prompt(env.org_name))]
+    messages = opening(env.org_name)
     for earlier in question.get("history", []):  # the chat so far, answered by this agent
         messages.append(Message.user(earlier))
         messages.append(Message.assistant((await _ask(answerer, messages, env)).content))

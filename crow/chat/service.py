@@ -17,7 +17,7 @@ from typing import Any
 from crow.background import Background
 from crow.chat.agent.config import AgentConfig
 from crow.chat.agent.loop import Agent, AgentAnswer
-from crow.chat.agent.prompts import system_prompt
+from crow.chat.agent.prompts import opening
 from crow.chat.agent.tool import Tool
 from crow.chat.agent.tools import TOOLS
 from crow.chat.qna import answer_from_kb
@@ -175,7 +175,7 @@ class ChatService:
         listening (the user pressed stop, the client went away) cancels the agent and the
         model; what was written until then is stored as the answer, marked stopped."""
         ctx = self.services.tool_context(turn.org_id)
-        messages = [Message.system(system_prompt(self.org_names.get(turn.org_id, turn.org_id)))]
+        messages = opening(self.org_names.get(turn.org_id, turn.org_id))
         messages += _history(history, user["id"])
         messages.append(Message.user(content))
         answer: AgentAnswer | None = None

@@ -11,7 +11,7 @@ import pytest
 from benchmarks.agent_compare import compare, markdown_table, text_table
 from benchmarks.peer import PeerAgent, PeerConfig, serve_model
 from crow.chat.agent.loop import Agent
-from crow.chat.agent.prompts import system_prompt
+from crow.chat.agent.prompts import opening
 from crow.chat.agent.tools import TOOLS
 from jobs.eval import EvalOrg, evaluate_question
 from models.messages import AssistantTurn, InvalidToolCall, Message, ModelParams, ToolCall
@@ -69,7 +69,8 @@ def test_the_peer_calls_the_tool_and_answers_from_its_result(demo, env):
     model.assert_complete()
     first, second = model.calls
     # The model sees what Ask CROW's loop sends it: the prompt, the tools, greedy decoding.
-    assert first.messages[0] == Message.system(system_prompt("Acme Outdoor"))
+    instructions = "\n\n".join(m.content for m in opening("Acme Outdoor"))
+    assert first.messages[0] == Message.system(instructions)
     assert first.messages[1] == Message.user(COUNT["query"])
     assert first.tools == tuple(t.spec for t in TOOLS)
     assert (first.params.temperature, first.params.max_tokens) == (0.0, 512)

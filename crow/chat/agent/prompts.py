@@ -1,16 +1,25 @@
-"""The system prompt: who CROW is and how it picks tools (the spec's guidance)."""
+"""The system prompt: who CROW is and how it picks tools (the spec's guidance), then the
+organization it answers for.
+
+The organization comes in a message of its own after the system prompt: the prompt (with the
+guidance's examples and the tools the chat template puts after it) is then the same text for
+every organization, so a model server's prompt cache (llama.cpp's slots, vLLM's prefix
+cache) reuses it across organizations (benchmarks/bench_prompt_cache.py).
+"""
 
 from __future__ import annotations
 
+from models.messages import Message
 
-def system_prompt(org_name: str) -> str:
+
+def system_prompt() -> str:
     # No date here: a small model made the prompt's "latest data" date the `since`/`until` of
     # questions that name no time. Relative words ("last week") are resolved by the tools.
     return (
-        f"You are CROW AI, an intelligent retail analytics assistant for {org_name}. "
-        "You answer questions about the organization's customer interactions (web, in-store "
-        "cameras (cctv) and social media), products, detected behavioral patterns and its own "
-        "knowledge base, using the tools.\n"
+        "You are CROW AI, an intelligent retail analytics assistant for the organization "
+        "named below. You answer questions about the organization's customer interactions "
+        "(web, in-store cameras (cctv) and social media), products, detected behavioral "
+        "patterns and its own knowledge base, using the tools.\n"
         "Tool selection:\n"
         "- COUNT questions (how many, total, number of, breakdown): always call "
         "get_interaction_summary first.\n"
@@ -27,3 +36,12 @@ def system_prompt(org_name: str) -> str:
         "where it helps. Do not "
         "write a sources list yourself; it is added for you."
     )
+
+
+def organization_line(org_name: str) -> str:
+    return f"The organization: {org_name}. Every tool reads its data only."
+
+
+def opening(org_name: str) -> list[Message]:
+    """A conversation's first messages: the shared system prompt, then the organization."""
+    return [Message.system(system_prompt()), Message.system(organization_line(org_name))]

@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from crow.chat.agent.config import AgentConfig
+from crow.chat.agent.prompts import opening
 from crow.chat.service import SessionNotFound
 from crow.store.chat_store import ChatStore
 from models.errors import ModelTimeout
@@ -30,7 +31,7 @@ def chat(demo, tmp_path):
     store.close()
 
 
-def test_context_is_the_last_ten_messages(chat):
+def test_context_is_the_last_ten_messages(demo, chat):
     service, store, model = chat
     session = store.create_session(ORG)
     for i in range(12):
@@ -38,11 +39,13 @@ def test_context_is_the_last_ten_messages(chat):
     model.add(AssistantTurn(text="Hello!"))
     asyncio.run(service.send(ORG, session["id"], "Hi!"))
     sent = model.calls[0].messages
-    assert (
-        sent[0].role == "system"
-        and "CROW AI, an intelligent retail analytics assistant" in sent[0].content
-    )
-    assert [m.content for m in sent[1:]] == [f"old {i}" for i in range(2, 12)] + ["Hi!"]
+    # the system prompt is the same text for every org (a prompt cache reuses it across
+    # orgs); the org's name follows it in a message of its own
+    [name] = [o["name"] for o in demo.lake.list_orgs() if o["id"] == ORG]
+    assert list(sent[:2]) == opening(name)
+    assert "CROW AI, an intelligent retail analytics assistant" in sent[0].content
+    assert sent[0] == opening("Another Org")[0] and sent[1] != opening("Another Org")[1]
+    assert [m.content for m in sent[2:]] == [f"old {i}" for i in range(2, 12)] + ["Hi!"]
 
 
 def test_user_message_is_stored_before_the_model_and_survives_its_failure(chat):

@@ -126,12 +126,13 @@ def test_regenerate_answers_the_same_question_again_and_keeps_both(demo, store):
         ("assistant", "Second."),
     ]
     asked = model.calls[-1].messages
-    assert [m.role for m in asked] == ["system", "user"] and asked[-1].content == "Hello there"
+    assert [m.role for m in asked] == ["system", "system", "user"]  # the prompt, the org
+    assert asked[-1].content == "Hello there"
 
     # The next question's history has the question and its latest answer only.
     model.add(AssistantTurn(text="Third."))
     asyncio.run(service.send(ORG, session, "And then?"))
-    assert [m.content for m in model.calls[-1].messages[1:]] == [
+    assert [m.content for m in model.calls[-1].messages[2:]] == [
         "Hello there",
         "Second.",
         "And then?",
