@@ -195,6 +195,22 @@ def asks_confidence(message: str) -> bool:
     return _CONFIDENCE.search(message) is not None
 
 
+_LARGEST = re.compile(
+    r"\b(biggest|largest|greatest|highest|steepest|sharpest|worst|maximum)\b", re.I
+)
+_SMALLEST = re.compile(r"\b(smallest|lowest|mildest|minimum)\b", re.I)
+
+
+def asks_extreme(message: str) -> str | None:
+    """ "largest" or "smallest" for a question after the extreme of something ("which store
+    had the biggest jump?"), else None; a confidence question is asks_confidence's."""
+    if asks_confidence(message):
+        return None
+    if _SMALLEST.search(message):
+        return "smallest"
+    return "largest" if _LARGEST.search(message) else None
+
+
 _LEAST = re.compile(r"\b(least|lowest|weakest|less|shakiest)\b", re.I)
 
 

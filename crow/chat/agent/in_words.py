@@ -4,10 +4,16 @@ than it reads JSON rows; the call and the rows stay the model's."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from crow.chat.agent.context import ToolContext
-from crow.chat.agent.cues import asks_confidence, asks_least_confident, channels_named
+from crow.chat.agent.cues import (
+    asks_confidence,
+    asks_extreme,
+    asks_least_confident,
+    channels_named,
+)
 from crow.chat.agent.passages import closest
 
 
@@ -88,8 +94,41 @@ async def patterns_in_words(
         if ctx.question.strip() and len(rows) > 1:
             texts = [f"{p['title']}. {p['description']}" for p in rows]
             top = rows[(await closest(ctx, ctx.question, texts))[0]]
+        if extreme := asks_extreme(ctx.question):
+            lead, top = _extreme_alike(rows, top, extreme) or (lead, top)
     found = f"{lead}: {top['title']} ({top['type']}, confidence {top['confidence']:.2f}): "
     return f"{found}{top['description']} All read: " + "; ".join(
         f"{i}. {p['title']} ({p['type']}, confidence {p['confidence']:.2f})"
         for i, p in enumerate(rows, start=1)
     )
+
+
+_PERCENT = re.compile(r"(\d+(?:\.\d+)?)\s?%")
+
+
+def _alike(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Two patterns of one kind, told apart by their subject: of one type, with titles that
+    open with the same two words ("Unusual queue lengths at Bend" / "... at Boulder") or open
+    and close with the same word ("Lapsed Tents buyers" / "Lapsed Climbing buyers")."""
+    x, y = a["title"].lower().split(), b["title"].lower().split()
+    if not x or not y or a["type"] != b["type"]:
+        return False
+    return x[:2] == y[:2] or (x[0], x[-1]) == (y[0], y[-1])
+
+
+def _extreme_alike(
+    rows: list[dict[str, Any]], top: dict[str, Any], extreme: str
+) -> tuple[str, dict[str, Any]] | None:
+    """Of the patterns like the one closest to the question, the one whose finding states the
+    largest (or smallest) percentage: asked which store's queues grew most, a 1.5B named the
+    row it was led with, not the one with the largest figure among the five it read."""
+    alike = [
+        (float(m.group(1)), p)
+        for p in rows
+        if _alike(p, top) and (m := _PERCENT.search(p["description"]))
+    ]
+    if len(alike) < 2:
+        return None
+    pick = max if extreme == "largest" else min
+    _, row = pick(alike, key=lambda pair: pair[0])
+    return f"{extreme.capitalize()} figure of {len(alike)} patterns like it", row

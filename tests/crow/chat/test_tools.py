@@ -599,3 +599,37 @@ def test_a_price_question_reads_the_prices_first(demo):
     assert plain["in_words"].startswith(
         f"Ranked by customer interactions, most first: 1. {first['title']} ("
     )
+
+
+def test_asked_for_the_biggest_the_patterns_are_led_by_the_largest_figure_of_their_kind(demo):
+    """Asked which store's checkout queues grew most, a 1.5B named the row it was led with
+    (37%) among five queue anomalies it read, not the largest (53%): the result leads with the
+    pattern of that kind whose finding states the largest (or smallest) percentage."""
+    import re
+
+    from crow.chat.agent.tools import TOOLS_BY_NAME
+
+    tool, args = TOOLS_BY_NAME["search_patterns"], {"query": "unusual queue lengths", "limit": 6}
+
+    def lead(question: str) -> str:
+        return asyncio.run(tool.invoke(args, ctx_for(demo, question=question))).content["in_words"]
+
+    rows = asyncio.run(tool.invoke(args, ctx_for(demo))).content["patterns"]
+    queues = {
+        p["title"]: (int(re.search(r"(\d+)%", p["description"]).group(1)), p["description"])
+        for p in rows
+        if p["title"].startswith("Unusual queue lengths")
+    }
+    assert len(queues) >= 3 and len({n for n, _ in queues.values()}) == len(queues)
+    biggest = max(queues, key=lambda t: queues[t][0])
+    smallest = min(queues, key=lambda t: queues[t][0])
+    # the tests' hash embedder matches words: a question in a middle row's words is closest to it
+    middle = next(t for t in queues if t not in (biggest, smallest))
+    about = queues[middle][1]
+    assert lead(about).startswith(f"Closest to the question: {middle} (anomaly, ")
+    assert lead(f"{about} Which store had the biggest jump?").startswith(
+        f"Largest figure of {len(queues)} patterns like it: {biggest} (anomaly, "
+    )
+    assert lead(f"{about} Which store had the smallest?").startswith(
+        f"Smallest figure of {len(queues)} patterns like it: {smallest} (anomaly, "
+    )
