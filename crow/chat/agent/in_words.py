@@ -53,14 +53,15 @@ def summary_in_words(c: dict[str, Any]) -> str:
 
 
 def product_in_words(p: dict[str, Any], priced: bool = False) -> str:
+    described = f"; {p['attributes']}" if p.get("attributes") else ""
     if priced:  # asked what it costs, a 1.5B answered with the interactions
         return (
             f"{p['title']}: price {p['price']:,.2f} ({p['category']}, "
-            f"{p['interactions']:,} interactions)"
+            f"{p['interactions']:,} interactions{described})"
         )
     return (
         f"{p['title']} ({p['category']}): price {p['price']:,.2f}, "
-        f"{p['interactions']:,} interactions"
+        f"{p['interactions']:,} interactions{described}"
     )
 
 

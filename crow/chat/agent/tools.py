@@ -29,6 +29,7 @@ from crow.chat.agent.in_words import (
     summary_in_words,
 )
 from crow.chat.agent.passages import closest_sentences
+from crow.chat.agent.product_rows import product_row
 from crow.chat.agent.product_words import category_named, names_no_topic, shares_no_word
 from crow.chat.agent.sources import Source
 from crow.chat.agent.tool import Tool, ToolOutput
@@ -142,11 +143,12 @@ async def search_products(args: ProductArgs, ctx: ToolContext) -> ToolOutput:
     else:
         hits = await _search(ctx, "products", query, k, sort=sort)
     named = await _named_product(ctx, query, hits) if query and category is None else None
-    rows = [_product_row(h) for h in hits]
+    rows = [product_row(h, described=h is named) for h in hits]
     content: dict[str, Any] = {"products": rows, "sorted_by": sort}
     priced = asks_price(ctx.question)
     if named is not None and (not hits or named["id"] != hits[0]["id"]):
-        content = {"product_named": product_in_words(_product_row(named), priced)} | content
+        named_row = product_row(named, described=True)
+        content = {"product_named": product_in_words(named_row, priced)} | content
         hits += [] if any(h["id"] == named["id"] for h in hits) else [named]
     if category:
         content["ranked"] = f"every {category} product"
@@ -167,16 +169,6 @@ async def search_products(args: ProductArgs, ctx: ToolContext) -> ToolOutput:
         [Source(type="product", id=h["id"], title=h["title"], detail=h["category"]) for h in hits],
         [products_chart(rows)] if rows and sort == "popularity" else [],
     )
-
-
-def _product_row(hit: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "id": hit["id"],
-        "title": hit["title"],
-        "category": hit["category"],
-        "price": hit["price"],
-        "interactions": hit["interactions"]["total"],
-    }
 
 
 async def _named_product(

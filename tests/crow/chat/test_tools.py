@@ -4,6 +4,7 @@ results that say what to try."""
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -114,6 +115,32 @@ def test_a_query_that_is_a_products_title_leads_with_that_product_whatever_the_s
     assert pid in {s.id for s in output.sources}
     topic = asyncio.run(search.invoke({"query": "rain jackets"}, ctx_for(demo))).content
     assert "product_named" not in topic
+
+
+def test_the_product_a_query_names_comes_with_its_attributes_and_no_other(demo):
+    """Asked a loaf's diet label, a 1.5B read no attributes and answered "vegan" for a keto
+    loaf: the product the query names carries its attributes; other rows do not (each token
+    read costs a small model time)."""
+    import duckdb
+
+    from crow.chat.agent.tools import TOOLS_BY_NAME
+
+    with duckdb.connect() as con:
+        title, attributes = con.execute(
+            "SELECT title, attributes FROM read_parquet(?) ORDER BY id LIMIT 1",
+            [demo.lake.parquet_glob(ORG, "products")],
+        ).fetchone()
+    stated = ", ".join(f"{k} {v}" for k, v in json.loads(attributes).items())
+    assert stated
+    search = TOOLS_BY_NAME["search_products"]
+    rows = asyncio.run(search.invoke({"query": title}, ctx_for(demo))).content["products"]
+    [named] = [r for r in rows if r["title"] == title]
+    assert named["attributes"] == stated
+    assert all("attributes" not in r for r in rows if r is not named)
+    out = asyncio.run(search.invoke({"query": title, "sort": "popularity"}, ctx_for(demo)))
+    assert stated in out.content["in_words"] or stated in out.content.get("product_named", "")
+    topic = asyncio.run(search.invoke({"query": "rain jackets"}, ctx_for(demo))).content
+    assert all("attributes" not in r for r in topic["products"])
 
 
 def test_a_topic_that_is_no_category_ranks_the_products_most_like_it(demo):
