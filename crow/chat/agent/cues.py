@@ -49,7 +49,8 @@ def is_follow_up(message: str) -> bool:
     ...?", "the jackets one - which store?", "what does it cost?"): read alone, it lacks the
     topic or the filters it keeps."""
     short = len(message.split()) <= FOLLOW_UP_WORDS
-    return (short and bool(_FOLLOW_UP.search(message))) or refers_back(message)
+    leans = bool(_FOLLOW_UP.search(message)) or only_substitutes(message)
+    return (short and leans) or refers_back(message)
 
 
 _IT = re.compile(r"\b(it|its|it's|that one|this one)\b", re.I)
@@ -74,7 +75,8 @@ def refers_back(message: str) -> bool:
 
 _SUBSTITUTE = re.compile(
     r"^\W*(?:(?:ok(?:ay)?|so|right)\W+)?(?:and|also|what about|how about|same for|what if|"
-    r"and what about|and how about)\b(?P<rest>.*)$",
+    r"and what about|and how about|(?:and\s+)?(?:does|do|would|will) (?:that|this|it|the same|"
+    r"those|these) (?:also |still )?(?:apply|go|count|work) (?:to|for))\b(?P<rest>.*)$",
     re.I,
 )
 _OWN_QUESTION = re.compile(
@@ -222,7 +224,7 @@ def asks_least_confident(message: str) -> bool:
 
 _CLAUSES = re.compile(
     r"(?:[,;]\s*(?:and\s+|but\s+|also\s+|plus\s+)?|(?<!\s)\s+(?:and|but|also|plus)\s+|"
-    r"\?\s+(?:and\s+|also\s+|plus\s+)?)"
+    r"\?\s+(?:(?:and|also|plus),?\s+)?)"
     r"(?=(?:what|which|how|who|where|when|why|show|list|find|give|tell|remind|are|is|do|does|"
     r"did|can)\b)",
     re.I,

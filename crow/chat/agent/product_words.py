@@ -104,7 +104,24 @@ def category_named(query: str, categories: list[str]) -> str | None:
     if not wanted:
         return None
     named = [c for c in categories if wanted <= _stems(c) - _CATEGORY_FILLER]
+    if not named:  # misspelled ("the top selling bakry item"): one letter off, in longer words
+        named = [
+            c for c in categories if all(any(_one_edit(w, v) for v in _stems(c)) for w in wanted)
+        ]
     return named[0] if len(named) == 1 else None
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """`a` is `b` with at most one letter added, dropped or changed, both of 5 letters or
+    more ("bakry" / "bakery")."""
+    if a == b:
+        return True
+    if min(len(a), len(b)) < 5 or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) > len(b):
+        a, b = b, a
+    i = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), len(a))
+    return a[i + (len(a) == len(b)) :] == b[i + 1 :]
 
 
 def shares_no_word(query: str, texts: list[str]) -> bool:

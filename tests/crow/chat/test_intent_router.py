@@ -35,6 +35,10 @@ def test_two_questions_in_one_request_are_split_into_clauses():
         "what did people buy",
     ]
     assert split_clauses("Find tents and sleeping bags") == []  # one question, two things
+    assert split_clauses("Which tent sells best? Also, where can I book a fitting?") == [
+        "Which tent sells best",
+        "where can I book a fitting",
+    ]
     assert split_clauses("How many visits last week? also remind me, when do stores open?") == [
         "How many visits last week",
         "when do stores open",
@@ -261,6 +265,7 @@ def test_a_follow_up_is_routed_with_the_question_it_follows(demo):
         ("what does it cost?", True),
         ("is it in stock?", True),
         ("do basecamp members get any discount on that?", True),  # ends on what came before
+        ("does that apply to kayaks too?", True),  # the question before, about kayaks
         ("Which of our stores sells the most of that?", True),
         ("What did customers say about that jacket on social?", False),
         ("Is there one store open on Sundays?", False),
@@ -282,7 +287,10 @@ def test_follow_up_cues(question, follows):
         ("what about kayaks?", True),
         ("And on the web?", True),
         ("ok and if it came by home delivery?", True),
+        ("does that apply to kayaks too?", True),
+        ("would the same go for gift cards?", True),
         ("and how much is it?", False),
+        ("does the store apply discounts?", False),
         ("and which one has the highest confidence?", False),
         ("Which of those were on Instagram?", False),
         ("Andrew asked about tents", False),

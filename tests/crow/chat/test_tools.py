@@ -260,6 +260,10 @@ def test_charts_carry_the_tools_own_figures(demo):
         ("kayak", None),
         ("top products", None),  # no topic: the whole catalog
         ("sport", None),  # two categories could be meant
+        ("backpaks", "Backpacks"),  # misspelled: one letter off
+        ("sleping bag", "Sleeping Bags"),
+        ("tnt", None),  # too short to tell from another word
+        ("jacketz rain", None),  # a kind of jacket still
     ],
 )
 def test_a_query_names_a_category_only_when_it_names_one_and_nothing_more(query, category):
