@@ -27,11 +27,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from crow.app import chat_model
 from crow.chat.agent.guidance import EXAMPLES, offered
 from crow.chat.agent.prompts import organization_line, system_prompt
 from crow.chat.agent.tools import TOOLS
 from crow.settings import AppSettings, serve_config_args
-from models.local import LocalChatModel, LocalModelConfig
+from models.local import LocalChatModel
 from models.messages import Message, ModelParams
 
 # Our own wording, not the evaluation questions: (first org's, second org's)
@@ -68,20 +69,9 @@ async def first_token(model: LocalChatModel, messages: list[Message]) -> dict[st
 
 async def run(rounds: int) -> dict[str, Any]:
     settings = AppSettings.from_args(serve_config_args(Path("serve_config.yaml")))
-    llm = settings.llm
-    model = LocalChatModel(
-        LocalModelConfig(
-            cache_dir=settings.model_cache_dir,
-            model=llm.model,
-            threads=llm.threads,
-            batch_threads=llm.batch_threads,
-            slots=1,
-            max_prompt_tokens=llm.max_prompt_tokens,
-            max_tokens=llm.max_tokens,
-            batch_tokens=llm.batch_tokens,
-        )
-    )
-    model.load()
+    one_slot = settings.llm.model_copy(update={"slots": 1})  # the cache holds one prompt
+    model = chat_model(settings.model_copy(update={"llm": one_slot}))
+    assert isinstance(model, LocalChatModel), "the benchmark reads llama.cpp's cache figures"
     rows: list[dict[str, Any]] = []
     for r in range(rounds):
         first, second = PAIRS[r % len(PAIRS)]
@@ -106,7 +96,7 @@ async def run(rounds: int) -> dict[str, Any]:
     return {
         "when": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
-        "model": llm.model,
+        "model": one_slot.model,
         "rounds": rounds,
         "median": summary,
         "first_token_ratio_after_vs_inside": round(

@@ -458,19 +458,24 @@ def test_the_hint_names_the_tool_of_the_data_a_question_restates(demo):
     assert "likely tools: search_products." in hint
 
 
-def test_a_part_the_knowledge_base_restates_adds_it_to_the_hint(demo):
-    """Of two questions in one request, one the knowledge base restates: the router reads the
-    whole as the other's (a ranking), and the hint names both tools, as calls of one reply."""
+def first_document_sentence(demo) -> str:
+    """The first sentence of the demo org's first document."""
     import duckdb
-
-    from crow.chat.agent.guidance import Guidance
 
     with duckdb.connect() as con:
         (body,) = con.execute(
             "SELECT body FROM read_parquet(?) LIMIT 1",
             [demo.lake.parquet_glob("acme-outdoor", "documents")],
         ).fetchone()
-    sentence = body.split(". ")[0].rstrip(".")
+    return body.split(". ")[0].rstrip(".")
+
+
+def test_a_part_the_knowledge_base_restates_adds_it_to_the_hint(demo):
+    """Of two questions in one request, one the knowledge base restates: the router reads the
+    whole as the other's (a ranking), and the hint names both tools, as calls of one reply."""
+    from crow.chat.agent.guidance import Guidance
+
+    sentence = first_document_sentence(demo)
     guidance = Guidance(timeout_s=5)
     guidance.router = RecordingRouter(Route(("products",), 0.8))
     alone = asyncio.run(guidance.hint("Which tent is our most popular?", ctx_for(demo))).text
@@ -483,16 +488,9 @@ def test_a_part_the_knowledge_base_restates_adds_it_to_the_hint(demo):
 def test_a_count_on_a_named_channel_is_not_hinted_to_the_knowledge_base(demo):
     """The org's profile names the org and its channels, so "how many social mentions did
     <org> get?" can come near it; a number of interactions on a channel is still a count."""
-    import duckdb
-
     from crow.chat.agent.guidance import Guidance
 
-    with duckdb.connect() as con:
-        (body,) = con.execute(
-            "SELECT body FROM read_parquet(?) LIMIT 1",
-            [demo.lake.parquet_glob("acme-outdoor", "documents")],
-        ).fetchone()
-    sentence = body.split(". ")[0].rstrip(".")
+    sentence = first_document_sentence(demo)
     guidance = Guidance(timeout_s=5)
     guidance.router = RecordingRouter(Route(("count",), 0.8))
     about = asyncio.run(guidance.hint(f"Is it true that {sentence}?", ctx_for(demo))).text
