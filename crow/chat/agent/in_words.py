@@ -104,7 +104,7 @@ async def patterns_in_words(
     )
 
 
-_PERCENT = re.compile(r"(\d+(?:\.\d+)?)\s?%")
+_PERCENT = re.compile(r"(?<![\d.])(\d{1,6}(?:\.\d{1,3})?)\s?%")  # bounded: linear on any text
 
 
 def _alike(a: dict[str, Any], b: dict[str, Any]) -> bool:
