@@ -37,6 +37,7 @@ TRUTH_FILES = [
     ROOT / "benchmarks" / "truth_blind15.jsonl",
     ROOT / "benchmarks" / "truth_blind16.jsonl",
     ROOT / "benchmarks" / "truth_blind17.jsonl",
+    ROOT / "benchmarks" / "truth_blind18.jsonl",
 ]
 
 
