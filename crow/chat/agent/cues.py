@@ -283,6 +283,22 @@ def ranks_products(message: str) -> bool:
     return asks_popularity(message) or (is_ranking(message) and names_products(message))
 
 
+_QUESTION_WORD = re.compile(
+    r"^\W*(what|which|how|who|where|when|why|is|are|do|does|did|can|any)\b", re.I
+)
+
+
+def asks_besides_products(clause: str) -> bool:
+    """A question of a split request that is not about the products it ranks: "... most
+    popular meat product, and is there any detected out-of-stock problem?" (not "and what
+    does it cost?", nor a fragment such as "in health & beauty")."""
+    return (
+        _QUESTION_WORD.match(clause) is not None
+        and not ranks_products(clause)
+        and not asks_price(clause)
+    )
+
+
 _LOOKUP = re.compile(r"^\W*(find|show|list|pull up|look up|search|give me (some|a few))\b", re.I)
 
 

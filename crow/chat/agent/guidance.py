@@ -232,8 +232,10 @@ class Guidance:
         """A request of two questions one of which the knowledge base answers ("what's our
         most popular bakery item, and how much notice do custom cakes need?"): the router
         reads the whole, where the ranking's cues win."""
-        parts = split_clauses(question)
-        return any([await self._in_knowledge_base(part, ctx) for part in parts])
+        for part in split_clauses(question):
+            if await self._in_knowledge_base(part, ctx):
+                return True
+        return False
 
     async def _in_knowledge_base(self, question: str, ctx: ToolContext) -> bool:
         """Whether a sentence of the org's own knowledge base nearly restates the question

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from crow.chat.agent.cues import (
+    asks_besides_products,
     asks_popularity,
     compares_channels,
     counts_a_channel,
@@ -177,8 +178,9 @@ def refine(question: str, intents: set[str], clauses: Sequence[str]) -> tuple[st
         if asks_popularity(question):
             intents.add("products")  # popularity is what the product search ranks by
     elif ranks_products(question) and "count" not in intents:
-        intents -= {"org", "patterns", "interactions", "chat"}
-        intents.add("products")
+        if not any(asks_besides_products(c) for c in clauses):
+            intents -= {"org", "patterns", "interactions", "chat"}
+        intents.add("products")  # a request split in two keeps what its other question asks
     return tuple(sorted(intents, key=ORDER.index))
 
 

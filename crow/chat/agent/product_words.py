@@ -129,3 +129,23 @@ def shares_no_word(query: str, texts: list[str]) -> bool:
     categories) has a word of: "gift card" found chocolate bars, nearest by meaning only."""
     wanted = _stems(query) - _NO_TOPIC_STEMS
     return bool(wanted) and not any(wanted & _stems(text) for text in texts)
+
+
+MEANT_SHARE = 0.6
+MEANT_SCORE = 0.35
+
+
+def category_meant(query: str, nearest: list[dict[str, object]]) -> str | None:
+    """The category a topic means that no product's title or category words ("fruit or veg":
+    Produce, "fish": Meat & Seafood): the one most of the products nearest by meaning are in,
+    when the nearest is near enough. "gift card" (chocolate bars, 0.23) and "pet food" (four
+    categories) mean none; their nearest products stay nearest by meaning, with a note."""
+    if not nearest or not shares_no_word(query, [f"{h['title']} {h['category']}" for h in nearest]):
+        return None
+    if float(nearest[0]["score"]) < MEANT_SCORE:  # type: ignore[arg-type]
+        return None
+    counts: dict[str, int] = {}
+    for hit in nearest:
+        counts[str(hit["category"])] = counts.get(str(hit["category"]), 0) + 1
+    category, n = max(counts.items(), key=lambda kv: kv[1])
+    return category if n >= MEANT_SHARE * len(nearest) else None

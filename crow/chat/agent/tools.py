@@ -8,6 +8,7 @@ Source, the only things the answer may footnote.
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import TYPE_CHECKING, Any
 
 from crow.chat.agent.charts import products_chart, summary_charts
@@ -30,7 +31,12 @@ from crow.chat.agent.in_words import (
 )
 from crow.chat.agent.passages import closest_sentences
 from crow.chat.agent.product_rows import product_row
-from crow.chat.agent.product_words import category_named, names_no_topic, shares_no_word
+from crow.chat.agent.product_words import (
+    category_meant,
+    category_named,
+    names_no_topic,
+    shares_no_word,
+)
 from crow.chat.agent.sources import Source
 from crow.chat.agent.tool import Tool, ToolOutput
 from crow.chat.agent.tool_args import (
@@ -50,6 +56,7 @@ if TYPE_CHECKING:
 
 _SNIPPET = 400
 MAX_ROWS = 10  # rows a tool hands the model: more only slows a small model down
+MEANT_POOL = 10  # products nearest a topic that name the category it means (product_words)
 
 
 async def _window(
@@ -136,25 +143,28 @@ async def search_products(args: ProductArgs, ctx: ToolContext) -> ToolOutput:
     category = None
     if query:
         category = category_named(query, await ctx.retriever.product_categories(ctx.org_id))
+    if query and category is None and args.sort == "popularity":
+        category = category_meant(query, await _search(ctx, "products", query, MEANT_POOL))
     # every product of a category is as relevant to its name: they come most engaged-with first
     sort = "popularity" if not query or category else args.sort
     if category is not None:
         hits = await _search(ctx, "products", "", k, flt=SearchFilter(category=category), sort=sort)
     else:
         hits = await _search(ctx, "products", query, k, sort=sort)
-    named = await _named_product(ctx, query, hits) if query and category is None else None
-    rows = [product_row(h, described=h is named) for h in hits]
+    named = await _named_products(ctx, query, hits) if query and category is None else []
+    ids = {h["id"] for h in named}
+    rows = [product_row(h, described=h["id"] in ids) for h in hits]
     content: dict[str, Any] = {"products": rows, "sorted_by": sort}
     priced = asks_price(ctx.question)
-    if named is not None and (not hits or named["id"] != hits[0]["id"]):
-        named_row = product_row(named, described=True)
-        content = {"product_named": product_in_words(named_row, priced)} | content
-        hits += [] if any(h["id"] == named["id"] for h in hits) else [named]
+    if named and (len(named) > 1 or not hits or named[0]["id"] != hits[0]["id"]):
+        said = [product_in_words(product_row(h, described=True), priced) for h in named]
+        content = {"product_named": " | ".join(said)} | content
+        hits += [h for h in named if not any(h["id"] == hit["id"] for hit in hits)]
     if category:
         content["ranked"] = f"every {category} product"
     elif (
         rows
-        and named is None
+        and not named
         and shares_no_word(query, [f"{r['title']} {r['category']}" for r in rows])
     ):
         content["note"] = (
@@ -171,18 +181,28 @@ async def search_products(args: ProductArgs, ctx: ToolContext) -> ToolOutput:
     )
 
 
-async def _named_product(
+async def _named_products(
     ctx: ToolContext, query: str, hits: list[dict[str, Any]]
-) -> dict[str, Any] | None:
-    """The product whose title the query is ("Daily Bake Sourdough Loaf Gluten-free"), also
-    when a ranking put more popular variants first or left it out (a 1.5B asked for one's
-    price by popularity and answered with the first row's)."""
-    key = _title_key(query)
-    for hit in hits:
-        if _title_key(hit["title"]) == key:
-            return hit
-    nearest = await _search(ctx, "products", query, 1)
-    return next((h for h in nearest if _title_key(h["title"]) == key), None)
+) -> list[dict[str, Any]]:
+    """The products whose titles the query is ("Daily Bake Sourdough Loaf Gluten-free"), or
+    is made of ("X vs Y", "X and Y": a 1.5B searched both in one query, found the first and
+    gave the second a price of its own), also when a ranking put more popular variants first
+    or left them out (a 1.5B asked for one's price by popularity answered with the first
+    row's)."""
+    parts = [p for p in _TITLES_APART.split(query) if len(p.split()) >= 2]
+    named: list[dict[str, Any]] = []
+    for text in [query, *parts] if len(parts) >= 2 else [query]:
+        key = _title_key(text)
+        hit = next((h for h in hits if _title_key(h["title"]) == key), None)
+        if hit is None:
+            nearest = await _search(ctx, "products", text, 1)
+            hit = next((h for h in nearest if _title_key(h["title"]) == key), None)
+        if hit is not None and all(h["id"] != hit["id"] for h in named):
+            named.append(hit)
+    return named
+
+
+_TITLES_APART = re.compile(r"\s+(?:vs\.?|versus|and|or|&)\s+|\s*[,;/]\s*", re.I)
 
 
 def _title_key(text: str) -> str:

@@ -84,6 +84,21 @@ def test_cue_words_refine_what_the_examples_voted():
     assert refine("Is our return policy different online or in store?", {"org"}, []) == ("org",)
 
 
+def test_a_ranking_keeps_the_other_question_of_a_split_request():
+    """ "most popular X, and is there any Y?" asks two things: the ranking's cue words make
+    its own question the product search's, not the other one's (the hint named products
+    alone and the patterns were never read); "and what does it cost?" is about the ranked
+    product, and "in dairy" is no question of its own."""
+    q = "What's our best-selling cheese, and is there any detected shortage of it in stores?"
+    parts = split_clauses(q)
+    assert len(parts) == 2
+    assert refine(q, {"products", "patterns"}, parts) == ("products", "patterns")
+    q = "Which kayak is the most popular and what does it cost?"
+    assert refine(q, {"products", "org"}, split_clauses(q)) == ("products",)
+    q = "in dairy, which two items get the most shopper interest?"
+    assert refine(q, {"products", "org"}, split_clauses(q)) == ("products",)
+
+
 @pytest.mark.real_model
 def test_router_picks_the_regression_sets_tools_with_the_real_embedder():
     from models.embedder import SentenceTransformerEmbedder

@@ -117,6 +117,50 @@ def test_a_query_that_is_a_products_title_leads_with_that_product_whatever_the_s
     assert "product_named" not in topic
 
 
+def test_two_products_a_query_names_side_by_side_both_come_with_their_prices(demo):
+    """ "X vs Y" searched as one query: a 1.5B found X, and gave Y a price of its own. Each
+    product the query names is stated, with its price, however unpopular."""
+    import duckdb
+
+    from crow.chat.agent.tools import TOOLS_BY_NAME
+
+    with duckdb.connect() as con:
+        named = con.execute(
+            "SELECT p.id, p.title, p.price FROM read_parquet(?) p LEFT JOIN (SELECT product_id, "
+            "count(*) n FROM read_parquet(?) GROUP BY 1) i ON i.product_id = p.id "
+            "ORDER BY coalesce(n, 0), p.id LIMIT 2",
+            [demo.lake.parquet_glob(ORG, "products"), demo.lake.parquet_glob(ORG, "interactions")],
+        ).fetchall()
+    search = TOOLS_BY_NAME["search_products"]
+    for joined in (" vs ", " and ", ", "):
+        query = joined.join(title for _, title, _ in named)
+        out = asyncio.run(search.invoke({"query": query, "sort": "popularity"}, ctx_for(demo)))
+        said = out.content["product_named"]
+        for pid, title, price in named:
+            assert f"{title} (" in said and f"price {price:,.2f}" in said
+            assert pid in {s.id for s in out.sources}
+
+
+@pytest.mark.parametrize(
+    ("categories", "top", "meant"),
+    [
+        (["Produce"] * 6 + ["Frozen"] * 4, 0.43, "Produce"),  # "fruit or veg"
+        (["Snacks"] * 5 + ["Household"] * 5, 0.43, None),  # no category most are in
+        (["Snacks"] * 10, 0.23, None),  # none near enough: "gift card", chocolate bars
+    ],
+)
+def test_a_topic_means_the_category_most_of_its_nearest_products_are_in(categories, top, meant):
+    from crow.chat.agent.product_words import category_meant
+
+    nearest = [
+        {"title": f"Sunny Acres Item {i}", "category": c, "score": top - i / 100}
+        for i, c in enumerate(categories)
+    ]
+    assert category_meant("fruit or veg", nearest) == meant
+    # a topic a product's words have is that product's, not a category's
+    assert category_meant("sunny things", nearest) is None
+
+
 def test_the_product_a_query_names_comes_with_its_attributes_and_no_other(demo):
     """Asked a loaf's diet label, a 1.5B read no attributes and answered "vegan" for a keto
     loaf: the product the query names carries its attributes; other rows do not (each token
