@@ -83,7 +83,7 @@ async def patterns_in_words(
     you most confident about?": a 1.5B named another of the six rows, 3 times of 3), else the one
     closest to the user's question (the model's query is often only the topic, and a 1.5B
     stated another row's store). `kind`: the kind of pattern a confidence question is about
-    (tools.confidence_kind)."""
+    (pattern_search.confidence_kind)."""
     if asks_confidence(ctx.question):
         ranked = [p for p in rows if p["type"] == kind] or rows  # "which anomaly ...": of those
         least = asks_least_confident(ctx.question)
@@ -91,17 +91,22 @@ async def patterns_in_words(
         top = (min if least else max)(ranked, key=lambda p: p["confidence"])
         lead += f" {kind}" if ranked is not rows else ""
     else:
-        lead, top = "Closest to the question", rows[0]
-        if ctx.question.strip() and len(rows) > 1:
-            texts = [f"{p['title']}. {p['description']}" for p in rows]
-            top = rows[(await closest(ctx, ctx.question, texts))[0]]
+        lead, top = "Closest to the question", await closest_pattern(rows, ctx)
         if extreme := asks_extreme(ctx.question):
-            lead, top = _extreme_alike(rows, top, extreme) or (lead, top)
+            lead, top = extreme_alike(rows, top, extreme) or (lead, top)
     found = f"{lead}: {top['title']} ({top['type']}, confidence {top['confidence']:.2f}): "
     return f"{found}{top['description']} All read: " + "; ".join(
         f"{i}. {p['title']} ({p['type']}, confidence {p['confidence']:.2f})"
         for i, p in enumerate(rows, start=1)
     )
+
+
+async def closest_pattern(rows: list[dict[str, Any]], ctx: ToolContext) -> dict[str, Any]:
+    """The pattern closest to the user's question (the first, without one)."""
+    if not ctx.question.strip() or len(rows) < 2:
+        return rows[0]
+    texts = [f"{p['title']}. {p['description']}" for p in rows]
+    return rows[(await closest(ctx, ctx.question, texts))[0]]
 
 
 _PERCENT = re.compile(r"(?<![\d.])(\d{1,6}(?:\.\d{1,3})?)\s?%")  # bounded: linear on any text
@@ -117,7 +122,7 @@ def _alike(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return x[:2] == y[:2] or (x[0], x[-1]) == (y[0], y[-1])
 
 
-def _extreme_alike(
+def extreme_alike(
     rows: list[dict[str, Any]], top: dict[str, Any], extreme: str
 ) -> tuple[str, dict[str, Any]] | None:
     """Of the patterns like the one closest to the question, the one whose finding states the

@@ -9,27 +9,24 @@ from __future__ import annotations
 
 import asyncio
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from crow.chat.agent.charts import products_chart, summary_charts
 from crow.chat.agent.context import ToolContext
 from crow.chat.agent.cues import (
     asks_again,
-    asks_confidence,
-    asks_least_confident,
     asks_price,
     is_follow_up,
-    pattern_type_named,
     split_clauses,
 )
 from crow.chat.agent.in_words import (
     compared_lead,
-    patterns_in_words,
     product_in_words,
     products_in_words,
     summary_in_words,
 )
 from crow.chat.agent.passages import closest_sentences
+from crow.chat.agent.pattern_search import search_patterns
 from crow.chat.agent.product_rows import product_row
 from crow.chat.agent.product_words import (
     category_meant,
@@ -46,42 +43,17 @@ from crow.chat.agent.tool_args import (
     ProductArgs,
     SummaryArgs,
 )
-from crow.data.timewords import resolve_range
+from crow.chat.agent.tool_reads import MAX_ROWS, SNIPPET, day, noted, search, window
 from indexes.filters import SearchFilter
 
-if TYPE_CHECKING:
-    from datetime import datetime
-
-    from crow.retrieval.search import SortOrder
-
-_SNIPPET = 400
-MAX_ROWS = 10  # rows a tool hands the model: more only slows a small model down
 MEANT_POOL = 10  # products nearest a topic that name the category it means (product_words)
-
-
-async def _window(
-    ctx: ToolContext, since: str | None, until: str | None
-) -> tuple[datetime | None, datetime | None]:
-    if not since and not until:
-        return None, None
-    return resolve_range(since, until, await ctx.anchor() or _now())
-
-
-def _now() -> datetime:
-    from datetime import UTC, datetime
-
-    return datetime.now(UTC)
-
-
-def _day(value: Any) -> str | None:
-    return str(value)[:10] if value else None
 
 
 async def get_interaction_summary(args: SummaryArgs, ctx: ToolContext) -> ToolOutput:
     """With a channel, also every channel's count over the same period: "are cameras or
     social bigger?" is often called with one of the two, and the model then compared
     nothing (it answered with the one channel's count)."""
-    since, until = await _window(ctx, args.since, args.until)
+    since, until = await window(ctx, args.since, args.until)
     s = await ctx.analytics.interaction_summary(
         ctx.org_id, channel=args.channel, since=since, until=until
     )
@@ -99,39 +71,16 @@ async def get_interaction_summary(args: SummaryArgs, ctx: ToolContext) -> ToolOu
     if every["total"]:
         content |= {"busiest_channel": next(iter(ranked)), "quietest_channel": [*ranked][-1]}
     if s["first_at"]:
-        content["period"] = f"{_day(s['first_at'])} to {_day(s['last_at'])}"
+        content["period"] = f"{day(s['first_at'])} to {day(s['last_at'])}"
     elif since or until:  # a window the data does not cover: a year guessed wrong, say
         data = await ctx.analytics.interaction_summary(ctx.org_id)
         if data["first_at"]:
             content["note"] = (
-                f"No interactions in that period; the data runs from {_day(data['first_at'])} "
-                f"to {_day(data['last_at'])}."
+                f"No interactions in that period; the data runs from {day(data['first_at'])} "
+                f"to {day(data['last_at'])}."
             )
     content["in_words"] = compared_lead(content, ctx.question) + summary_in_words(content)
     return ToolOutput(content, charts=summary_charts(s, args.channel))
-
-
-async def _search(
-    ctx: ToolContext,
-    collection: str,
-    query: str,
-    k: int,
-    *,
-    flt: SearchFilter | None = None,
-    sort: SortOrder = "relevance",
-) -> list[dict[str, Any]]:
-    vector = await ctx.embed(query) if query.strip() else None
-    return await ctx.retriever.search(ctx.org_id, collection, vector, k=k, flt=flt, sort=sort)
-
-
-def _noted(content: dict[str, Any], **filters: Any) -> dict[str, Any]:
-    """An empty result under filters says so, and what to try (a small model otherwise
-    reports "none found" for filters it added on its own)."""
-    used = {k: v for k, v in filters.items() if v}
-    if used and not any(content.values()):
-        named = ", ".join(f"{k}={v!r}" for k, v in used.items())
-        content["note"] = f"Nothing matched {named}. Call again without them to search everything."
-    return content
 
 
 async def search_products(args: ProductArgs, ctx: ToolContext) -> ToolOutput:
@@ -144,13 +93,13 @@ async def search_products(args: ProductArgs, ctx: ToolContext) -> ToolOutput:
     if query:
         category = category_named(query, await ctx.retriever.product_categories(ctx.org_id))
     if query and category is None and args.sort == "popularity":
-        category = category_meant(query, await _search(ctx, "products", query, MEANT_POOL))
+        category = category_meant(query, await search(ctx, "products", query, MEANT_POOL))
     # every product of a category is as relevant to its name: they come most engaged-with first
     sort = "popularity" if not query or category else args.sort
     if category is not None:
-        hits = await _search(ctx, "products", "", k, flt=SearchFilter(category=category), sort=sort)
+        hits = await search(ctx, "products", "", k, flt=SearchFilter(category=category), sort=sort)
     else:
-        hits = await _search(ctx, "products", query, k, sort=sort)
+        hits = await search(ctx, "products", query, k, sort=sort)
     named = await _named_products(ctx, query, hits) if query and category is None else []
     ids = {h["id"] for h in named}
     rows = [product_row(h, described=h["id"] in ids) for h in hits]
@@ -195,7 +144,7 @@ async def _named_products(
         key = _title_key(text)
         hit = next((h for h in hits if _title_key(h["title"]) == key), None)
         if hit is None:
-            nearest = await _search(ctx, "products", text, 1)
+            nearest = await search(ctx, "products", text, 1)
             hit = next((h for h in nearest if _title_key(h["title"]) == key), None)
         if hit is not None and all(h["id"] != hit["id"] for h in named):
             named.append(hit)
@@ -210,92 +159,25 @@ def _title_key(text: str) -> str:
 
 
 async def search_interactions(args: InteractionArgs, ctx: ToolContext) -> ToolOutput:
-    since, until = await _window(ctx, args.since, args.until)
+    since, until = await window(ctx, args.since, args.until)
     flt = SearchFilter(channel=args.channel, since=since, until=until)
-    hits = await _search(ctx, "interactions", args.query, min(args.limit, MAX_ROWS), flt=flt)
+    hits = await search(ctx, "interactions", args.query, min(args.limit, MAX_ROWS), flt=flt)
     rows = [
         {
             "id": h["id"],
             "channel": h["channel"],
-            "date": _day(h["occurred_at"]),
-            "text": h["text"][:_SNIPPET],
+            "date": day(h["occurred_at"]),
+            "text": h["text"][:SNIPPET],
         }
         for h in hits
     ]
     return ToolOutput(
-        _noted({"interactions": rows}, channel=args.channel, since=args.since, until=args.until),
+        noted({"interactions": rows}, channel=args.channel, since=args.since, until=args.until),
         [
             Source(type="interaction", id=h["id"], title=h["text"][:80], detail=h["channel"])
             for h in hits
         ],
     )
-
-
-async def search_patterns(args: PatternArgs, ctx: ToolContext) -> ToolOutput:
-    since, _ = await _window(ctx, args.since, None)
-    hits = await _search(
-        ctx,
-        "patterns",
-        args.query,
-        min(args.limit, MAX_ROWS),
-        flt=SearchFilter(pattern_type=args.type, since=since),
-    )
-    kind = confidence_kind(args, ctx)
-    if kind:
-        hits = await _with_the_surest(hits, kind, args.query, ctx, since)
-    rows = [
-        {
-            "id": h["id"],
-            "type": h["type"],
-            "title": h["title"],
-            "description": h["description"][:_SNIPPET],
-            "detected": _day(h["detected_at"]),
-            "confidence": h["confidence"],
-        }
-        for h in hits
-    ]
-    content: dict[str, Any] = {"patterns": rows}
-    if rows:
-        content["in_words"] = await patterns_in_words(rows, ctx, kind)
-    return ToolOutput(
-        _noted(content, type=args.type, since=args.since),
-        [Source(type="pattern", id=h["id"], title=h["title"], detail=h["type"]) for h in hits],
-    )
-
-
-def confidence_kind(args: PatternArgs, ctx: ToolContext) -> str | None:
-    """The kind of pattern whose most confident one the question asks for: named in the
-    question, else in the call ("which one has the highest confidence?" after a list of
-    trends, searched as "trend"), or in the question a follow-up follows ("and which one has
-    the lowest confidence?" after the most confident seasonal pattern, searched as that
-    pattern's title); None when the question asks no confidence."""
-    if not asks_confidence(ctx.question):
-        return None
-    before = pattern_type_named(ctx.earlier) if is_follow_up(ctx.question) else None
-    return pattern_type_named(ctx.question) or before or args.type or pattern_type_named(args.query)
-
-
-OF_A_KIND = 30  # patterns of one type read for the most confident (an org has under 20)
-
-
-async def _with_the_surest(
-    hits: list[dict[str, Any]],
-    kind: str,
-    query: str,
-    ctx: ToolContext,
-    since: datetime | None,
-) -> list[dict[str, Any]]:
-    """The hits, with the most confident pattern of the kind the question names (the least
-    confident, asked for that) added when the query did not find it: asked which anomaly it
-    was most sure of, a 1.5B searched "unusual spikes", read six rows without the most
-    confident anomaly, and named the best of those."""
-    flt = SearchFilter(pattern_type=kind, since=since)
-    of_kind = await _search(ctx, "patterns", query, OF_A_KIND, flt=flt)
-    if not of_kind:
-        return hits
-    pick = min if asks_least_confident(ctx.question) else max
-    top = pick(of_kind, key=lambda h: h["confidence"])
-    return hits if any(h["id"] == top["id"] for h in hits) else [*hits, top]
 
 
 QUESTION_DOCUMENTS = 2  # what the user's question adds to a knowledge-base search, at most
@@ -306,7 +188,7 @@ async def _no_hits() -> list[dict[str, Any]]:
 
 
 async def search_org_context(
-    args: OrgContextArgs, ctx: ToolContext, *, chars: int = _SNIPPET
+    args: OrgContextArgs, ctx: ToolContext, *, chars: int = SNIPPET
 ) -> ToolOutput:
     """The documents the query finds (the first `chars` of each: the agent reads at least
     three, each token read costs a small model time) and the ones the user's question finds
@@ -321,8 +203,8 @@ async def search_org_context(
     follow_up = bool(earlier) and is_follow_up(question) and asks_again(question)
     asked = f"{earlier} {question}" if follow_up else question
     by_query, by_question = await asyncio.gather(
-        _search(ctx, "org_context", args.query, args.limit),
-        _search(ctx, "org_context", asked, QUESTION_DOCUMENTS) if question else _no_hits(),
+        search(ctx, "org_context", args.query, args.limit),
+        search(ctx, "org_context", asked, QUESTION_DOCUMENTS) if question else _no_hits(),
     )
     seen = {h["id"] for h in by_query}
     hits = by_query + [h for h in by_question if h["id"] not in seen]

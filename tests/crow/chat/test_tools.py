@@ -708,3 +708,39 @@ def test_asked_for_the_biggest_the_patterns_are_led_by_the_largest_figure_of_the
     assert lead(f"{about} Which store had the smallest?").startswith(
         f"Smallest figure of {len(queues)} patterns like it: {smallest} (anomaly, "
     )
+
+
+def test_asked_for_the_biggest_the_largest_figure_of_a_kind_is_read_when_the_query_missed_it(demo):
+    """Asked which store's evening rush grew most, a 1.5B read six of seven such trends, and
+    not the largest: the pattern with the largest figure of the kind is added to what it
+    reads, and leads."""
+    import re
+
+    import duckdb
+
+    from crow.chat.agent.tools import TOOLS_BY_NAME
+
+    with duckdb.connect() as con:
+        trends = con.execute(
+            "SELECT id, title, description FROM read_parquet(?) WHERE type = 'trend'",
+            [demo.lake.parquet_glob(ORG, "patterns")],
+        ).fetchall()
+    kinds: dict[str, list[tuple[int, str, str, str]]] = {}
+    for pid, title, description in trends:
+        figure = int(re.search(r"(\d+)%", description).group(1))
+        kinds.setdefault(" ".join(title.split()[:2]), []).append((figure, pid, title, description))
+    tool = TOOLS_BY_NAME["search_patterns"]
+    missed = []  # kinds whose smallest's subject finds 6 patterns without the kind's largest
+    for alike in kinds.values():
+        smallest, biggest = min(alike), max(alike)
+        args = {"query": smallest[2].split()[-1], "limit": 6}  # its subject: "Backpacks"
+        found = asyncio.run(tool.invoke(args, ctx_for(demo))).sources
+        if biggest[1] not in {s.id for s in found}:
+            missed.append((args, smallest, biggest))
+    assert missed
+    for args, smallest, biggest in missed:
+        asked = f"{smallest[3]} Which one saw the biggest jump?"
+        out = asyncio.run(tool.invoke(args, ctx_for(demo, question=asked)))
+        assert biggest[1] in {s.id for s in out.sources}
+        lead = out.content["in_words"].split(" All read:")[0]
+        assert lead.startswith("Largest figure of ") and f": {biggest[2]} (trend, " in lead

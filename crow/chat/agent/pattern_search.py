@@ -1,0 +1,113 @@
+"""The pattern search tool: the detected patterns a query finds, with the one the question
+asks about (the most confident of a kind, the largest or smallest figure of like patterns)
+added when the query missed it, and led with in words."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from crow.chat.agent.context import ToolContext
+from crow.chat.agent.cues import (
+    asks_confidence,
+    asks_extreme,
+    asks_least_confident,
+    is_follow_up,
+    pattern_type_named,
+)
+from crow.chat.agent.in_words import closest_pattern, extreme_alike, patterns_in_words
+from crow.chat.agent.sources import Source
+from crow.chat.agent.tool import ToolOutput
+from crow.chat.agent.tool_args import PatternArgs
+from crow.chat.agent.tool_reads import MAX_ROWS, SNIPPET, day, noted, search, window
+from indexes.filters import SearchFilter
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+
+async def search_patterns(args: PatternArgs, ctx: ToolContext) -> ToolOutput:
+    since, _ = await window(ctx, args.since, None)
+    hits = await search(
+        ctx,
+        "patterns",
+        args.query,
+        min(args.limit, MAX_ROWS),
+        flt=SearchFilter(pattern_type=args.type, since=since),
+    )
+    kind = confidence_kind(args, ctx)
+    if kind:
+        hits = await _with_the_surest(hits, kind, args.query, ctx, since)
+    elif hits and (extreme := asks_extreme(ctx.question)):
+        hits = await _with_the_extreme(hits, extreme, args.query, ctx, since)
+    rows = [
+        {
+            "id": h["id"],
+            "type": h["type"],
+            "title": h["title"],
+            "description": h["description"][:SNIPPET],
+            "detected": day(h["detected_at"]),
+            "confidence": h["confidence"],
+        }
+        for h in hits
+    ]
+    content: dict[str, Any] = {"patterns": rows}
+    if rows:
+        content["in_words"] = await patterns_in_words(rows, ctx, kind)
+    return ToolOutput(
+        noted(content, type=args.type, since=args.since),
+        [Source(type="pattern", id=h["id"], title=h["title"], detail=h["type"]) for h in hits],
+    )
+
+
+def confidence_kind(args: PatternArgs, ctx: ToolContext) -> str | None:
+    """The kind of pattern whose most confident one the question asks for: named in the
+    question, else in the call ("which one has the highest confidence?" after a list of
+    trends, searched as "trend"), or in the question a follow-up follows ("and which one has
+    the lowest confidence?" after the most confident seasonal pattern, searched as that
+    pattern's title); None when the question asks no confidence."""
+    if not asks_confidence(ctx.question):
+        return None
+    before = pattern_type_named(ctx.earlier) if is_follow_up(ctx.question) else None
+    return pattern_type_named(ctx.question) or before or args.type or pattern_type_named(args.query)
+
+
+OF_A_KIND = 30  # patterns of one type read for the most confident (an org has under 20)
+
+
+async def _with_the_surest(
+    hits: list[dict[str, Any]],
+    kind: str,
+    query: str,
+    ctx: ToolContext,
+    since: datetime | None,
+) -> list[dict[str, Any]]:
+    """The hits, with the most confident pattern of the kind the question names (the least
+    confident, asked for that) added when the query did not find it: asked which anomaly it
+    was most sure of, a 1.5B searched "unusual spikes", read six rows without the most
+    confident anomaly, and named the best of those."""
+    flt = SearchFilter(pattern_type=kind, since=since)
+    of_kind = await search(ctx, "patterns", query, OF_A_KIND, flt=flt)
+    if not of_kind:
+        return hits
+    pick = min if asks_least_confident(ctx.question) else max
+    top = pick(of_kind, key=lambda h: h["confidence"])
+    return hits if any(h["id"] == top["id"] for h in hits) else [*hits, top]
+
+
+async def _with_the_extreme(
+    hits: list[dict[str, Any]],
+    extreme: str,
+    query: str,
+    ctx: ToolContext,
+    since: datetime | None,
+) -> list[dict[str, Any]]:
+    """The hits, with the pattern that states the largest (or smallest) figure among those like
+    the one closest to the question, added when the query did not find it: asked which
+    store's evening rush grew most, a 1.5B read six of seven such trends, without the
+    largest."""
+    top = await closest_pattern(hits, ctx)
+    flt = SearchFilter(pattern_type=top["type"], since=since)
+    found = extreme_alike(await search(ctx, "patterns", query, OF_A_KIND, flt=flt), top, extreme)
+    if found is None or any(h["id"] == found[1]["id"] for h in hits):
+        return hits
+    return [*hits, found[1]]
