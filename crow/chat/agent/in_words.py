@@ -75,25 +75,31 @@ def products_in_words(rows: list[dict[str, Any]], sort: str, priced: bool = Fals
     )
 
 
-async def patterns_in_words(
+async def pattern_asked(
     rows: list[dict[str, Any]], ctx: ToolContext, kind: str | None = None
-) -> str:
-    """The patterns as numbered text with their confidence, led by the one the question asks
-    about with its finding: the most (or least) confident, asked how sure ("which anomaly are
-    you most confident about?": a 1.5B named another of the six rows, 3 times of 3), else the one
-    closest to the user's question (the model's query is often only the topic, and a 1.5B
-    stated another row's store). `kind`: the kind of pattern a confidence question is about
-    (pattern_search.confidence_kind)."""
+) -> tuple[str, dict[str, Any]]:
+    """The pattern the question asks about, and why: the most (or least) confident, asked how
+    sure ("which anomaly are you most confident about?": a 1.5B named another of the six
+    rows, 3 times of 3), else the one closest to the user's question (the model's query is
+    often only the topic, and a 1.5B stated another row's store), or of those like it the
+    largest (smallest) figure, asked for the biggest. `kind`: the kind of pattern a
+    confidence question is about (pattern_search.confidence_kind)."""
     if asks_confidence(ctx.question):
         ranked = [p for p in rows if p["type"] == kind] or rows  # "which anomaly ...": of those
         least = asks_least_confident(ctx.question)
         lead = "Least confident" if least else "Most confident"
         top = (min if least else max)(ranked, key=lambda p: p["confidence"])
-        lead += f" {kind}" if ranked is not rows else ""
-    else:
-        lead, top = "Closest to the question", await closest_pattern(rows, ctx)
-        if extreme := asks_extreme(ctx.question):
-            lead, top = extreme_alike(rows, top, extreme) or (lead, top)
+        return lead + (f" {kind}" if ranked is not rows else ""), top
+    lead, top = "Closest to the question", await closest_pattern(rows, ctx)
+    if extreme := asks_extreme(ctx.question):
+        return extreme_alike(rows, top, extreme) or (lead, top)
+    return lead, top
+
+
+def patterns_in_words(rows: list[dict[str, Any]], lead: str) -> str:
+    """The patterns as numbered text with their confidence, the first (the one the question
+    asks about, pattern_asked) with its finding, after `lead`."""
+    top = rows[0]
     found = f"{lead}: {top['title']} ({top['type']}, confidence {top['confidence']:.2f}): "
     return f"{found}{top['description']} All read: " + "; ".join(
         f"{i}. {p['title']} ({p['type']}, confidence {p['confidence']:.2f})"

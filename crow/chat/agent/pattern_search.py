@@ -14,7 +14,12 @@ from crow.chat.agent.cues import (
     is_follow_up,
     pattern_type_named,
 )
-from crow.chat.agent.in_words import closest_pattern, extreme_alike, patterns_in_words
+from crow.chat.agent.in_words import (
+    closest_pattern,
+    extreme_alike,
+    pattern_asked,
+    patterns_in_words,
+)
 from crow.chat.agent.sources import Source
 from crow.chat.agent.tool import ToolOutput
 from crow.chat.agent.tool_args import PatternArgs
@@ -39,6 +44,9 @@ async def search_patterns(args: PatternArgs, ctx: ToolContext) -> ToolOutput:
         hits = await _with_the_surest(hits, kind, args.query, ctx, since)
     elif hits and (extreme := asks_extreme(ctx.question)):
         hits = await _with_the_extreme(hits, extreme, args.query, ctx, since)
+    if hits:  # the one asked about first: a 1.5B stated the first row's store, not the lead's
+        lead, top = await pattern_asked(hits, ctx, kind)
+        hits = [top, *(h for h in hits if h is not top)]
     rows = [
         {
             "id": h["id"],
@@ -52,7 +60,7 @@ async def search_patterns(args: PatternArgs, ctx: ToolContext) -> ToolOutput:
     ]
     content: dict[str, Any] = {"patterns": rows}
     if rows:
-        content["in_words"] = await patterns_in_words(rows, ctx, kind)
+        content["in_words"] = patterns_in_words(rows, lead)
     return ToolOutput(
         noted(content, type=args.type, since=args.since),
         [Source(type="pattern", id=h["id"], title=h["title"], detail=h["type"]) for h in hits],

@@ -95,17 +95,10 @@ def test_a_query_that_is_a_products_title_leads_with_that_product_whatever_the_s
     """A product's title asked by popularity ranks its more popular look-alikes first (a 1.5B
     answered one's price with the first row's): the named product comes first, with its
     price, also when the ranking left it out; a topic names no product."""
-    import duckdb
 
     from crow.chat.agent.tools import TOOLS_BY_NAME
 
-    with duckdb.connect() as con:
-        pid, title, price = con.execute(
-            "SELECT p.id, p.title, p.price FROM read_parquet(?) p LEFT JOIN (SELECT product_id, "
-            "count(*) n FROM read_parquet(?) GROUP BY 1) i ON i.product_id = p.id "
-            "ORDER BY coalesce(n, 0), p.id LIMIT 1",
-            [demo.lake.parquet_glob(ORG, "products"), demo.lake.parquet_glob(ORG, "interactions")],
-        ).fetchone()
+    [(pid, title, price)] = _least_engaged(demo, 1)
     search = TOOLS_BY_NAME["search_products"]
     args = {"query": title.upper(), "sort": "popularity", "limit": 2}
     output = asyncio.run(search.invoke(args, ctx_for(demo)))
@@ -120,17 +113,10 @@ def test_a_query_that_is_a_products_title_leads_with_that_product_whatever_the_s
 def test_two_products_a_query_names_side_by_side_both_come_with_their_prices(demo):
     """ "X vs Y" searched as one query: a 1.5B found X, and gave Y a price of its own. Each
     product the query names is stated, with its price, however unpopular."""
-    import duckdb
 
     from crow.chat.agent.tools import TOOLS_BY_NAME
 
-    with duckdb.connect() as con:
-        named = con.execute(
-            "SELECT p.id, p.title, p.price FROM read_parquet(?) p LEFT JOIN (SELECT product_id, "
-            "count(*) n FROM read_parquet(?) GROUP BY 1) i ON i.product_id = p.id "
-            "ORDER BY coalesce(n, 0), p.id LIMIT 2",
-            [demo.lake.parquet_glob(ORG, "products"), demo.lake.parquet_glob(ORG, "interactions")],
-        ).fetchall()
+    named = _least_engaged(demo, 2)
     search = TOOLS_BY_NAME["search_products"]
     for joined in (" vs ", " and ", ", "):
         query = joined.join(title for _, title, _ in named)
@@ -519,16 +505,18 @@ def test_the_patterns_read_are_led_by_the_one_the_question_asks_about(demo):
     """A 1.5B asked which pattern it was most sure of named another of the rows it read, and
     asked about one pattern stated another row's store: the result leads with the most
     confident (asked how sure) or the row closest to the question, with its finding, and
-    numbers every one with its confidence."""
+    numbers every one with its confidence, that one first (a 1.5B stated the first row's
+    store, not the lead's)."""
     from crow.chat.agent.tools import TOOLS_BY_NAME
 
     tool, args = TOOLS_BY_NAME["search_patterns"], {"query": "demand ramps", "limit": 6}
-    sure = ctx_for(demo, question="which of these are you most confident about?")
-    output = asyncio.run(tool.invoke(args, sure)).content
-    rows = output["patterns"]
+    rows = asyncio.run(tool.invoke(args, ctx_for(demo))).content["patterns"]  # as found
     top = max(rows, key=lambda p: p["confidence"])
     assert len(rows) == 6 and len({p["confidence"] for p in rows}) > 1
     assert top is not rows[0]
+    sure = ctx_for(demo, question="which of these are you most confident about?")
+    output = asyncio.run(tool.invoke(args, sure)).content
+    assert output["patterns"] == [top, *(p for p in rows if p is not top)]
     assert output["in_words"].startswith(
         f"Most confident: {top['title']} ({top['type']}, confidence {top['confidence']:.2f}): "
         f"{top['description']} All read: 1. "
@@ -541,7 +529,7 @@ def test_the_patterns_read_are_led_by_the_one_the_question_asks_about(demo):
     assert asked["description"] in led
     assert all(
         f"{i}. {p['title']} ({p['type']}, confidence {p['confidence']:.2f})" in output["in_words"]
-        for i, p in enumerate(rows, start=1)
+        for i, p in enumerate(output["patterns"], start=1)
     )
 
 
@@ -569,7 +557,7 @@ def test_the_most_confident_pattern_of_the_kind_asked_about_is_read(demo, most, 
     assert title not in {p["title"] for p in alone}
     question = f"of the anomalies, which one are you {most} confident about?"
     out = asyncio.run(tool.invoke(args, ctx_for(demo, question=question))).content
-    assert [p["title"] for p in out["patterns"]] == [*(p["title"] for p in alone), title]
+    assert [p["title"] for p in out["patterns"]] == [title, *(p["title"] for p in alone)]
     assert out["in_words"].startswith(
         f"{most.capitalize()} confident anomaly: {title} (anomaly, confidence {confidence:.2f})"
     )
@@ -744,3 +732,21 @@ def test_asked_for_the_biggest_the_largest_figure_of_a_kind_is_read_when_the_que
         assert biggest[1] in {s.id for s in out.sources}
         lead = out.content["in_words"].split(" All read:")[0]
         assert lead.startswith("Largest figure of ") and f": {biggest[2]} (trend, " in lead
+
+
+def _least_engaged(demo, n: int) -> list[tuple[str, str, float]]:
+    """The `n` products with the fewest interactions (id, title, price): a ranking leaves
+    them out."""
+    import duckdb
+
+    with duckdb.connect() as con:
+        return con.execute(
+            "SELECT p.id, p.title, p.price FROM read_parquet(?) p LEFT JOIN (SELECT product_id, "
+            "count(*) n FROM read_parquet(?) GROUP BY 1) i ON i.product_id = p.id "
+            "ORDER BY coalesce(n, 0), p.id LIMIT ?",
+            [
+                demo.lake.parquet_glob(ORG, "products"),
+                demo.lake.parquet_glob(ORG, "interactions"),
+                n,
+            ],
+        ).fetchall()
