@@ -38,6 +38,7 @@ TRUTH_FILES = [
     ROOT / "benchmarks" / "truth_blind16.jsonl",
     ROOT / "benchmarks" / "truth_blind17.jsonl",
     ROOT / "benchmarks" / "truth_blind18.jsonl",
+    ROOT / "benchmarks" / "truth_blind19.jsonl",
 ]
 
 
