@@ -151,7 +151,10 @@ async def _named_products(
     return named
 
 
-_TITLES_APART = re.compile(r"\s+(?:vs\.?|versus|and|or|&)\s+|\s*[,;/]\s*", re.I)
+# each separator opens where a run of spaces does: linear on any text
+_TITLES_APART = re.compile(
+    r"(?<!\s)\s{1,3}(?:vs\.?|versus|and|or|&)\s+|(?<!\s)\s{0,3}[,;/]\s*", re.I
+)
 
 
 def _title_key(text: str) -> str:
