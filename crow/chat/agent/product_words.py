@@ -5,6 +5,8 @@ shares a word with ("gift card": nearest by meaning only). Read by the product t
 from __future__ import annotations
 
 import re
+from collections import Counter
+from typing import Any
 
 # ranking words, not a topic: "most popular product at the moment, by customer engagement"
 # was searched as "most engaged" and ranked the products nearest those words
@@ -135,17 +137,14 @@ MEANT_SHARE = 0.6
 MEANT_SCORE = 0.35
 
 
-def category_meant(query: str, nearest: list[dict[str, object]]) -> str | None:
+def category_meant(query: str, nearest: list[dict[str, Any]]) -> str | None:
     """The category a topic means that no product's title or category words ("fruit or veg":
     Produce, "fish": Meat & Seafood): the one most of the products nearest by meaning are in,
     when the nearest is near enough. "gift card" (chocolate bars, 0.23) and "pet food" (four
     categories) mean none; their nearest products stay nearest by meaning, with a note."""
     if not nearest or not shares_no_word(query, [f"{h['title']} {h['category']}" for h in nearest]):
         return None
-    if float(nearest[0]["score"]) < MEANT_SCORE:  # type: ignore[arg-type]
+    if float(nearest[0]["score"]) < MEANT_SCORE:
         return None
-    counts: dict[str, int] = {}
-    for hit in nearest:
-        counts[str(hit["category"])] = counts.get(str(hit["category"]), 0) + 1
-    category, n = max(counts.items(), key=lambda kv: kv[1])
+    [(category, n)] = Counter(str(h["category"]) for h in nearest).most_common(1)
     return category if n >= MEANT_SHARE * len(nearest) else None
