@@ -54,7 +54,7 @@ data: setup
 # Ask CROW (hints), Ask CROW with hints off and a pydantic-ai peer, interleaved question by
 # question in one run (~40 min a file on 2 cores); var/eval/<file>.json. EVAL_FILES="..." picks files,
 # EVAL_ARGS="" evaluates Ask CROW alone. truth_blind*.jsonl are blind sets: report them, don't tune on them.
-EVAL_FILES ?= ../shared/evals/queries.jsonl benchmarks/truth_questions.jsonl benchmarks/truth_blind.jsonl benchmarks/truth_blind2.jsonl benchmarks/truth_blind3.jsonl benchmarks/truth_blind4.jsonl benchmarks/truth_blind5.jsonl benchmarks/truth_blind6.jsonl benchmarks/truth_blind7.jsonl benchmarks/truth_blind8.jsonl benchmarks/truth_blind9.jsonl benchmarks/truth_blind10.jsonl benchmarks/truth_blind11.jsonl benchmarks/truth_blind12.jsonl benchmarks/truth_blind13.jsonl benchmarks/truth_blind14.jsonl benchmarks/truth_blind15.jsonl benchmarks/truth_blind16.jsonl benchmarks/truth_blind17.jsonl benchmarks/truth_blind18.jsonl benchmarks/truth_blind19.jsonl
+EVAL_FILES ?= ../shared/evals/queries.jsonl benchmarks/truth_questions.jsonl benchmarks/truth_blind.jsonl benchmarks/truth_blind2.jsonl benchmarks/truth_blind3.jsonl benchmarks/truth_blind4.jsonl benchmarks/truth_blind5.jsonl benchmarks/truth_blind6.jsonl benchmarks/truth_blind7.jsonl benchmarks/truth_blind8.jsonl benchmarks/truth_blind9.jsonl benchmarks/truth_blind10.jsonl benchmarks/truth_blind11.jsonl benchmarks/truth_blind12.jsonl benchmarks/truth_blind13.jsonl benchmarks/truth_blind14.jsonl benchmarks/truth_blind15.jsonl benchmarks/truth_blind16.jsonl benchmarks/truth_blind17.jsonl benchmarks/truth_blind18.jsonl benchmarks/truth_blind19.jsonl benchmarks/truth_blind20.jsonl benchmarks/truth_blind21.jsonl
 EVAL_ARGS ?= --peer --baseline
 eval: data
 	@for f in $(EVAL_FILES); do \

@@ -39,6 +39,8 @@ TRUTH_FILES = [
     ROOT / "benchmarks" / "truth_blind17.jsonl",
     ROOT / "benchmarks" / "truth_blind18.jsonl",
     ROOT / "benchmarks" / "truth_blind19.jsonl",
+    ROOT / "benchmarks" / "truth_blind20.jsonl",
+    ROOT / "benchmarks" / "truth_blind21.jsonl",
 ]
 
 
