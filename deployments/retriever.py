@@ -28,9 +28,17 @@ class RetrieverDeployment:
         k: int = 10,
         flt: SearchFilter | None = None,
         sort: SortOrder = "relevance",
+        counted: SearchFilter | None = None,
     ) -> list[dict[str, Any]]:
         return await asyncio.to_thread(
-            self.service.search, org_id, collection, vector, k=k, flt=flt, sort=sort
+            self.service.search,
+            org_id,
+            collection,
+            vector,
+            k=k,
+            flt=flt,
+            sort=sort,
+            counted=counted,
         )
 
     async def refresh(self) -> dict[str, str]:

@@ -67,13 +67,14 @@ async def run_search(
     offset: int = 0,
     flt: SearchFilter | None = None,
     sort: SortOrder = "relevance",
+    counted: SearchFilter | None = None,
 ) -> dict[str, Any]:
     vector = None
     if query:
         vector = (await embed(services, [query]))[0]
     try:
         hits = await need(services.retriever, "retriever").search(
-            org_id, collection, vector, k=limit + offset, flt=flt, sort=sort
+            org_id, collection, vector, k=limit + offset, flt=flt, sort=sort, counted=counted
         )
     except IndexNotFoundError:
         raise ApiError(
@@ -98,9 +99,15 @@ async def search_products(
     offset: Offset = 0,
     sort: Literal["relevance", "popularity"] = "relevance",
     category: Annotated[str | None, Query(max_length=100)] = None,
+    channel: Channel | None = None,
+    since: When = None,
+    until: When = None,
 ) -> dict[str, Any]:
+    """``channel``, ``since`` and ``until`` count only those interactions: each product's
+    figures, and the ranking with sort=popularity ("most talked about on social")."""
     if not query.strip() and sort == "relevance":
         raise ApiError(422, "invalid_request", "give a query, or sort=popularity for top products")
+    start, end = await time_range(services, org_id, since, until)
     return await run_search(
         services,
         org_id,
@@ -110,6 +117,7 @@ async def search_products(
         offset=offset,
         flt=SearchFilter(category=category),
         sort=sort,
+        counted=SearchFilter(channel=channel, since=start, until=end),
     )
 
 

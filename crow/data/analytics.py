@@ -24,18 +24,26 @@ def _iso(value: datetime | None) -> str | None:
 
 
 def _where(
-    channel: str | None, since: datetime | None, until: datetime | None
+    channel: str | None,
+    since: datetime | None,
+    until: datetime | None,
+    *,
+    alias: str = "",
+    also: tuple[str, ...] = (),
 ) -> tuple[str, list[Any]]:
-    clauses: list[str] = []
+    """A WHERE clause on interactions (columns of ``alias``, if given) and its parameters;
+    ``also``: clauses without parameters to add."""
+    col = f"{alias}." if alias else ""
+    clauses: list[str] = list(also)
     params: list[Any] = []
     if channel:
-        clauses.append("channel = ?")
+        clauses.append(f"{col}channel = ?")
         params.append(channel)
     if since:
-        clauses.append("occurred_at >= ?")
+        clauses.append(f"{col}occurred_at >= ?")
         params.append(since)
     if until:
-        clauses.append("occurred_at < ?")
+        clauses.append(f"{col}occurred_at < ?")
         params.append(until)
     return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
 
@@ -114,18 +122,28 @@ class Analytics:
         lo, hi = row if row is not None else (None, None)
         return lo, hi
 
-    def interaction_counts(self, org_id: str, product_ids: list[str]) -> dict[str, dict[str, int]]:
-        """Per product: interactions in total and per channel."""
+    def interaction_counts(
+        self,
+        org_id: str,
+        product_ids: list[str],
+        *,
+        channel: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> dict[str, dict[str, int]]:
+        """Per product: interactions in total and per channel, of one ``channel`` and in
+        [``since``, ``until``) if given."""
         glob = self.lake.parquet_glob(org_id, "interactions")
         out = {pid: {"total": 0, **dict.fromkeys(CHANNELS, 0)} for pid in product_ids}
         if glob is None or not product_ids:
             return out
+        where, params = _where(channel, since, until, alias="i")
         with duck.cursor() as con:
             con.register("wanted", pa.table({"product_id": product_ids}))
             rows = con.execute(
                 "SELECT i.product_id, i.channel, count(*) FROM read_parquet(?) i "
-                "JOIN wanted USING (product_id) GROUP BY 1, 2",
-                [glob],
+                f"JOIN wanted USING (product_id){where} GROUP BY 1, 2",
+                [glob, *params],
             ).fetchall()
         for pid, ch, n in rows:
             out[pid][ch] = n
@@ -133,28 +151,40 @@ class Analytics:
         return out
 
     def top_products(
-        self, org_id: str, *, limit: int = 10, category: str | None = None
+        self,
+        org_id: str,
+        *,
+        limit: int = 10,
+        category: str | None = None,
+        channel: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
     ) -> list[tuple[str, int]]:
         """(product id, interactions) of the most interacted-with products, of one catalog
-        ``category`` (case-insensitive) if given."""
+        ``category`` (case-insensitive) if given, counting the interactions of one
+        ``channel`` and in [``since``, ``until``) if given."""
         glob = self.lake.parquet_glob(org_id, "interactions")
         if glob is None:
             return []
         if category is None:
-            sql, params = (
-                "SELECT product_id, count(*) AS n FROM read_parquet(?) "
-                "WHERE product_id IS NOT NULL GROUP BY 1 ORDER BY n DESC, product_id LIMIT ?",
-                [glob, limit],
+            where, params = _where(
+                channel, since, until, alias="i", also=("i.product_id IS NOT NULL",)
             )
+            sql = f"SELECT i.product_id, count(*) AS n FROM read_parquet(?) i{where} "
+            params = [glob, *params]
         else:
             products = self.lake.parquet_glob(org_id, "products")
             if products is None:
                 return []
-            sql, params = (
-                "SELECT i.product_id, count(*) AS n FROM read_parquet(?) i "
-                "JOIN read_parquet(?) p ON p.id = i.product_id WHERE lower(p.category) = lower(?) "
-                "GROUP BY 1 ORDER BY n DESC, i.product_id LIMIT ?",
-                [glob, products, category, limit],
+            where, params = _where(
+                channel, since, until, alias="i", also=("lower(p.category) = lower(?)",)
             )
+            sql = (
+                "SELECT i.product_id, count(*) AS n FROM read_parquet(?) i "
+                f"JOIN read_parquet(?) p ON p.id = i.product_id{where} "
+            )
+            params = [glob, products, category, *params]
         with duck.cursor() as con:
-            return con.execute(sql, params).fetchall()
+            return con.execute(
+                f"{sql}GROUP BY 1 ORDER BY n DESC, i.product_id LIMIT ?", [*params, limit]
+            ).fetchall()

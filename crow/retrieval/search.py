@@ -119,11 +119,15 @@ class SearchService:
         k: int = 10,
         flt: SearchFilter | None = None,
         sort: SortOrder = "relevance",
+        counted: SearchFilter | None = None,
     ) -> list[dict[str, Any]]:
         """Hits best first: id, score and the row's fields (products: interaction counts).
 
         ``vector`` None (products, sort=popularity) ranks the whole catalog by popularity.
+        ``counted`` (products): the interactions a product's counts and popularity count,
+        those of one channel and time range ("most talked about on social last month").
         """
+        counted = counted or SearchFilter()
         flt = flt or SearchFilter()
         dataset = DATASET_OF[collection]
         glob = self.lake.parquet_glob(org_id, dataset)
@@ -132,7 +136,7 @@ class SearchService:
         if vector is None:
             if collection != "products":
                 raise ValueError("a search without a query is only possible for products")
-            return self._products_by_popularity(org_id, glob, k, flt)
+            return self._products_by_popularity(org_id, glob, k, flt, counted)
         loaded = self.index(org_id, collection)
         with duck.cursor() as con:
             allowed = allowed_positions(glob, loaded.ids, collection, flt, con=con)
@@ -142,7 +146,7 @@ class SearchService:
         rows = self._rows(glob, list(scores))
         out = [{**rows[i], "score": round(float(scores[i]), 4)} for i in scores if i in rows]
         if collection == "products":
-            out = self._with_popularity(org_id, out)
+            out = self._with_popularity(org_id, out, counted)
             if sort == "popularity" and out:
                 # Popular among the relevant: "top tents" must not surface a popular jacket.
                 floor = out[0]["score"] * RELEVANCE_FLOOR
@@ -160,17 +164,21 @@ class SearchService:
             rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
         return {r["id"]: _jsonable(r) for r in rows}
 
-    def _with_popularity(self, org_id: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        counts = self.analytics.interaction_counts(org_id, [r["id"] for r in rows])
+    def _with_popularity(
+        self, org_id: str, rows: list[dict[str, Any]], counted: SearchFilter
+    ) -> list[dict[str, Any]]:
+        counts = self.analytics.interaction_counts(
+            org_id, [r["id"] for r in rows], **_scope(counted)
+        )
         return [{**r, "interactions": counts[r["id"]]} for r in rows]
 
     def _products_by_popularity(
-        self, org_id: str, glob: str, k: int, flt: SearchFilter
+        self, org_id: str, glob: str, k: int, flt: SearchFilter, counted: SearchFilter
     ) -> list[dict[str, Any]]:
-        top = self.analytics.top_products(org_id, limit=k, category=flt.category)
+        top = self.analytics.top_products(org_id, limit=k, category=flt.category, **_scope(counted))
         rows = self._rows(glob, [pid for pid, _ in top])
         ranked = [rows[pid] for pid, _ in top if pid in rows]
-        return [{**r, "score": None} for r in self._with_popularity(org_id, ranked)]
+        return [{**r, "score": None} for r in self._with_popularity(org_id, ranked, counted)]
 
     def product_categories(self, org_id: str) -> list[str]:
         """The catalog's categories (the products' ``category`` values), sorted."""
@@ -184,6 +192,11 @@ class SearchService:
                 [glob],
             ).fetchall()
         return [r[0] for r in rows]
+
+
+def _scope(counted: SearchFilter) -> dict[str, Any]:
+    """The analytics' keywords for the interactions ``counted`` keeps."""
+    return {"channel": counted.channel, "since": counted.since, "until": counted.until}
 
 
 def _jsonable(row: dict[str, Any]) -> dict[str, Any]:

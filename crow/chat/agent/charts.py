@@ -45,11 +45,11 @@ def summary_charts(summary: dict[str, Any], channel: str | None) -> list[Chart]:
     return charts
 
 
-def products_chart(rows: list[dict[str, Any]]) -> Chart:
-    """The products a tool ranked by interactions, as bars."""
+def products_chart(rows: list[dict[str, Any]], counted: str = "interactions") -> Chart:
+    """The products a tool ranked by interactions (``counted``: which ones), as bars."""
     return Chart(
         kind="bar",
-        title="Top products by interactions",
+        title=f"Top products by {counted}",
         labels=[r["title"] for r in rows],
         values=[r["interactions"] for r in rows],
     )

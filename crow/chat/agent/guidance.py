@@ -47,6 +47,8 @@ call gives every channel to compare)
 - "store camera traffic over the past 6 months?" -> get_interaction_summary \
 {"channel": "cctv", "since": "past 6 months"} (a time is copied from the question, word for word)
 - "our best-selling X" -> search_products {"query": "X", "sort": "popularity"}
+- "which product do people talk about most on social?" -> search_products {"query": "", \
+"sort": "popularity", "channel": "social"} (a channel is no kind of product)
 - "what do people post about X?" -> search_interactions {"query": "X", "channel": "social"}
 - "what did site visitors say about X?" -> search_interactions {"query": "X", "channel": "web"}
 - "how much does X cost?" -> search_products {"query": "X"}; answer with its price

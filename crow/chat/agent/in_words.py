@@ -52,26 +52,30 @@ def summary_in_words(c: dict[str, Any]) -> str:
     return text + "."
 
 
-def product_in_words(p: dict[str, Any], priced: bool = False) -> str:
+def product_in_words(p: dict[str, Any], priced: bool = False, counted: str = "interactions") -> str:
+    """``counted``: what the product's figure counts ("social interactions since ...")."""
     described = f"; {p['attributes']}" if p.get("attributes") else ""
     if priced:  # asked what it costs, a 1.5B answered with the interactions
         return (
             f"{p['title']}: price {p['price']:,.2f} ({p['category']}, "
-            f"{p['interactions']:,} interactions{described})"
+            f"{p['interactions']:,} {counted}{described})"
         )
     return (
         f"{p['title']} ({p['category']}): price {p['price']:,.2f}, "
-        f"{p['interactions']:,} interactions{described}"
+        f"{p['interactions']:,} {counted}{described}"
     )
 
 
-def products_in_words(rows: list[dict[str, Any]], sort: str, priced: bool = False) -> str:
+def products_in_words(
+    rows: list[dict[str, Any]], sort: str, priced: bool = False, counted: str = "interactions"
+) -> str:
     """The products as numbered text with their figures (a 1.5B reading JSON rows skipped
     the second of a ranking and answered a price question with the interactions)."""
-    lead = "Ranked by customer interactions, most first: " if sort == "popularity" else ""
+    what = "customer interactions" if counted == "interactions" else counted
+    lead = f"Ranked by {what}, most first: " if sort == "popularity" else ""
     lead = f"Prices asked for. {lead}" if priced else lead
     return lead + "; ".join(
-        f"{i}. {product_in_words(p, priced)}" for i, p in enumerate(rows, start=1)
+        f"{i}. {product_in_words(p, priced, counted)}" for i, p in enumerate(rows, start=1)
     )
 
 

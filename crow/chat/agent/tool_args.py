@@ -56,6 +56,20 @@ class ProductArgs(ToolArgs):
         description="'popularity' ranks by customer interactions: for the top, most popular, "
         "best-selling or most engaged-with products.",
     )
+    channel: Channel = Field(
+        None,
+        description="Rank by this channel's interactions only: web, cctv (store cameras) or "
+        "social (most talked about on social media, say)." + _ONLY_IF,
+    )
+    since: str | None = Field(
+        None,
+        description="Rank by interactions from this time on: the question's own time "
+        "words ('last month', 'in October')." + _ONLY_IF,
+    )
+    until: str | None = Field(
+        None,
+        description="Rank by interactions up to this ISO date (that day included)." + _ONLY_IF,
+    )
 
 
 class InteractionArgs(ToolArgs):

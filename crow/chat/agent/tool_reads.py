@@ -44,9 +44,12 @@ async def search(
     *,
     flt: SearchFilter | None = None,
     sort: SortOrder = "relevance",
+    counted: SearchFilter | None = None,
 ) -> list[dict[str, Any]]:
     vector = await ctx.embed(query) if query.strip() else None
-    return await ctx.retriever.search(ctx.org_id, collection, vector, k=k, flt=flt, sort=sort)
+    return await ctx.retriever.search(
+        ctx.org_id, collection, vector, k=k, flt=flt, sort=sort, counted=counted
+    )
 
 
 def noted(content: dict[str, Any], **filters: Any) -> dict[str, Any]:

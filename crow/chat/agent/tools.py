@@ -86,27 +86,36 @@ async def get_interaction_summary(args: SummaryArgs, ctx: ToolContext) -> ToolOu
 async def search_products(args: ProductArgs, ctx: ToolContext) -> ToolOutput:
     """A query that names no topic ("top products", "our best sellers") ranks the whole
     catalog by interactions; one that names a catalog category ("tents", "most popular tents") ranks
-    every product of it; another topic ranks the products most like it."""
+    every product of it; another topic ranks the products most like it. A channel or a time
+    range counts only those interactions ("most talked about on social": a product's total
+    ranks what the web's volume drives)."""
     query = "" if names_no_topic(args.query) else args.query
     k = min(args.limit, MAX_ROWS)
+    since, until = await window(ctx, args.since, args.until)
+    counted = SearchFilter(channel=args.channel, since=since, until=until)
+    unit = _counted_in_words(counted)
     category = None
     if query:
         category = category_named(query, await ctx.retriever.product_categories(ctx.org_id))
-    if query and category is None and args.sort == "popularity":
+    if query and category is None and (args.sort == "popularity" or not counted.is_empty()):
         category = category_meant(query, await search(ctx, "products", query, MEANT_POOL))
-    # every product of a category is as relevant to its name: they come most engaged-with first
-    sort = "popularity" if not query or category else args.sort
+    # every product of a category is as relevant to its name: they come most engaged-with
+    # first; only a ranking counts one channel's or period's interactions
+    sort = "popularity" if not query or category or not counted.is_empty() else args.sort
     if category is not None:
-        hits = await search(ctx, "products", "", k, flt=SearchFilter(category=category), sort=sort)
+        flt = SearchFilter(category=category)
+        hits = await search(ctx, "products", "", k, flt=flt, sort=sort, counted=counted)
     else:
-        hits = await search(ctx, "products", query, k, sort=sort)
-    named = await _named_products(ctx, query, hits) if query and category is None else []
+        hits = await search(ctx, "products", query, k, sort=sort, counted=counted)
+    named = await _named_products(ctx, query, hits, counted) if query and category is None else []
     ids = {h["id"] for h in named}
     rows = [product_row(h, described=h["id"] in ids) for h in hits]
     content: dict[str, Any] = {"products": rows, "sorted_by": sort}
+    if not counted.is_empty():
+        content["interactions_counted"] = unit
     priced = asks_price(ctx.question)
     if named and (len(named) > 1 or not hits or named[0]["id"] != hits[0]["id"]):
-        said = [product_in_words(product_row(h, described=True), priced) for h in named]
+        said = [product_in_words(product_row(h, described=True), priced, unit) for h in named]
         content = {"product_named": " | ".join(said)} | content
         hits += [h for h in named if not any(h["id"] == hit["id"] for hit in hits)]
     if category:
@@ -122,16 +131,27 @@ async def search_products(args: ProductArgs, ctx: ToolContext) -> ToolOutput:
             "services and policies, is in search_org_context)"
         )
     if rows:
-        content["in_words"] = products_in_words(rows, sort, priced)
+        content["in_words"] = products_in_words(rows, sort, priced, unit)
     return ToolOutput(
         content,
         [Source(type="product", id=h["id"], title=h["title"], detail=h["category"]) for h in hits],
-        [products_chart(rows)] if rows and sort == "popularity" else [],
+        [products_chart(rows, unit)] if rows and sort == "popularity" else [],
     )
 
 
+def _counted_in_words(counted: SearchFilter) -> str:
+    """What a product's figure counts: "interactions", "social interactions since
+    2026-11-01 before 2026-12-01"."""
+    text = f"{counted.channel} interactions" if counted.channel else "interactions"
+    if counted.since:
+        text += f" since {day(counted.since)}"
+    if counted.until:
+        text += f" before {day(counted.until)}"
+    return text
+
+
 async def _named_products(
-    ctx: ToolContext, query: str, hits: list[dict[str, Any]]
+    ctx: ToolContext, query: str, hits: list[dict[str, Any]], counted: SearchFilter
 ) -> list[dict[str, Any]]:
     """The products whose titles the query is ("Daily Bake Sourdough Loaf Gluten-free"), or
     is made of ("X vs Y", "X and Y": a 1.5B searched both in one query, found the first and
@@ -144,7 +164,7 @@ async def _named_products(
         key = _title_key(text)
         hit = next((h for h in hits if _title_key(h["title"]) == key), None)
         if hit is None:
-            nearest = await search(ctx, "products", text, 1)
+            nearest = await search(ctx, "products", text, 1, counted=counted)
             hit = next((h for h in nearest if _title_key(h["title"]) == key), None)
         if hit is not None and all(h["id"] != hit["id"] for h in named):
             named.append(hit)
@@ -255,7 +275,8 @@ TOOLS: tuple[Tool, ...] = (
         "Find products in the catalog, each with its number of customer interactions. For the "
         "top, best-selling or most popular products use sort='popularity': with an empty "
         "query when the question names no kind of product (the whole catalog), else with the "
-        "kind it names as the query.",
+        "kind it names as the query. channel, since and until rank by the interactions "
+        "of one channel or period ('most popular on social last month').",
         ProductArgs,
         search_products,
     ),

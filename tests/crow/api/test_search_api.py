@@ -58,6 +58,14 @@ def test_product_search_carries_interaction_counts_and_sorts_by_popularity(api, 
     ).json()
     totals = [h["interactions"]["total"] for h in top["results"]]
     assert totals == sorted(totals, reverse=True) and totals[0] > 0
+    social = api.get(
+        "/api/v1/products/search",
+        params={"sort": "popularity", "limit": 3, "channel": "social", "since": "last 30 days"},
+        headers=key_a,
+    ).json()["results"]
+    counts = [h["interactions"] for h in social]
+    assert [c["total"] for c in counts] == sorted((c["social"] for c in counts), reverse=True)
+    assert all(c["web"] == c["cctv"] == 0 for c in counts) and counts[0]["total"] > 0
 
 
 def test_interaction_search_filters_inside_the_search(api, key_a):
@@ -140,6 +148,8 @@ def test_no_route_returns_another_orgs_rows(api, env, key_a):
         ("/api/v1/products/search", {"query": "x", "limit": 0}),
         ("/api/v1/products/search", {"query": "x", "sort": "price"}),
         ("/api/v1/products/search", {}),
+        ("/api/v1/products/search", {"sort": "popularity", "channel": "tv"}),
+        ("/api/v1/products/search", {"sort": "popularity", "since": "the other day"}),
         (f"/api/v1/interactions/organization/{A}/search", {"query": "x", "channel": "tv"}),
         (f"/api/v1/interactions/organization/{A}/search", {"query": "x", "since": "the other day"}),
         (

@@ -49,6 +49,68 @@ def test_top_products_overall_equal_the_duckdb_ranking(demo, arguments):
 
 
 @pytest.mark.parametrize(
+    ("arguments", "where"),
+    [
+        ({"query": "", "channel": "social"}, "i.channel = 'social'"),
+        ({"query": "tents", "channel": "cctv"}, "i.channel = 'cctv' AND p.category = 'Tents'"),
+        (
+            {"query": "", "since": "2026-11-01", "until": "2026-11-15"},  # that day included
+            "i.occurred_at >= TIMESTAMPTZ '2026-11-01 00:00:00+00' "
+            "AND i.occurred_at < TIMESTAMPTZ '2026-11-16 00:00:00+00'",
+        ),
+    ],
+)
+def test_top_products_of_one_channel_or_period_equal_the_duckdb_ranking_of_those(
+    demo, arguments, where
+):
+    """ "What product is talked about most on social?": ranked by its social interactions,
+    not by a total the web's volume drives; the figures and the chart say what they count."""
+    import duckdb
+
+    from crow.chat.agent.tools import TOOLS_BY_NAME
+
+    output = asyncio.run(
+        TOOLS_BY_NAME["search_products"].invoke(
+            {"sort": "popularity", **arguments, "limit": 5}, ctx_for(demo)
+        )
+    )
+    with duckdb.connect() as con:
+        truth = con.execute(
+            "SELECT i.product_id, count(*) AS n FROM read_parquet(?) i "
+            f"JOIN read_parquet(?) p ON p.id = i.product_id WHERE {where} "
+            "GROUP BY 1 ORDER BY n DESC, i.product_id LIMIT 5",
+            [demo.lake.parquet_glob(ORG, "interactions"), demo.lake.parquet_glob(ORG, "products")],
+        ).fetchall()
+        totals = dict(
+            con.execute(
+                "SELECT product_id, count(*) FROM read_parquet(?) GROUP BY 1",
+                [demo.lake.parquet_glob(ORG, "interactions")],
+            ).fetchall()
+        )
+    rows = output.content["products"]
+    assert [(r["id"], r["interactions"]) for r in rows] == truth
+    assert all(r["interactions"] < totals[r["id"]] for r in rows)  # not the products' totals
+    counted = output.content["interactions_counted"]
+    assert counted.startswith(arguments.get("channel") or "interactions since 2026-11-01")
+    assert output.content["in_words"].startswith(f"Ranked by {counted}, most first: 1. ")
+    assert output.charts[0].title == f"Top products by {counted}"
+
+
+def test_a_channel_ranks_a_topic_by_that_channels_interactions_whatever_the_sort(demo):
+    """Asked "which item gets the most attention on our in-store cameras?", a 1.5B wrote a
+    channel and no sort: only a ranking counts one channel's interactions."""
+    from crow.chat.agent.tools import TOOLS_BY_NAME
+
+    search = TOOLS_BY_NAME["search_products"].invoke
+    args = {"query": "warm waterproof layers", "sort": "relevance"}
+    plain = asyncio.run(search(args, ctx_for(demo))).content
+    web = asyncio.run(search({**args, "channel": "web"}, ctx_for(demo))).content
+    assert plain["sorted_by"] == "relevance" and web["sorted_by"] == "popularity"
+    figures = [r["interactions"] for r in web["products"]]
+    assert figures == sorted(figures, reverse=True) and figures[0] > 0
+
+
+@pytest.mark.parametrize(
     ("query", "sort"),
     [
         ("tents", "popularity"),

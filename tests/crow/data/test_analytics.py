@@ -61,6 +61,19 @@ def test_popularity(analytics):
     assert analytics.data_time_range(ORG_A)[1] == datetime(2026, 11, 28, 12, tzinfo=UTC)
 
 
+def test_popularity_of_one_channel_and_period(analytics):
+    """p1 leads overall (3) and on the web; p2 leads in-store cameras; after Nov 21 only p1's
+    social one and p2's camera one count, tied and ranked by id."""
+    assert analytics.top_products(ORG_A, channel="cctv") == [("p2", 1)]
+    since = datetime(2026, 11, 21, tzinfo=UTC)
+    assert analytics.top_products(ORG_A, since=since) == [("p1", 1), ("p2", 1)]
+    until = datetime(2026, 11, 21, tzinfo=UTC)
+    assert analytics.top_products(ORG_A, channel="web", until=until) == [("p1", 2)]
+    counts = analytics.interaction_counts(ORG_A, ["p1", "p2"], channel="social")
+    assert counts["p1"] == {"total": 1, "web": 0, "cctv": 0, "social": 1}
+    assert counts["p2"]["total"] == 0
+
+
 @pytest.mark.parametrize(
     ("expr", "days"),
     [
