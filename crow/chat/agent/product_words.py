@@ -113,6 +113,16 @@ def category_named(query: str, categories: list[str]) -> str | None:
     return named[0] if len(named) == 1 else None
 
 
+def category_asked(question: str, categories: list[str]) -> str | None:
+    """The one catalog category whose every word the user's question has ("which produce item
+    do customers interact with the most?": Produce), or None. Read only when the model's
+    query names no topic: for "the top produce item" a 1.5B searched with an empty query and
+    answered with the whole catalog's first product."""
+    words = _stems(question)
+    named = [c for c in categories if (stems := _stems(c) - _CATEGORY_FILLER) and stems <= words]
+    return named[0] if len(named) == 1 else None
+
+
 def _one_edit(a: str, b: str) -> bool:
     """`a` is `b` with at most one letter added, dropped or changed, both of 5 letters or
     more ("bakry" / "bakery")."""

@@ -29,6 +29,7 @@ from crow.chat.agent.passages import closest_sentences
 from crow.chat.agent.pattern_search import search_patterns
 from crow.chat.agent.product_rows import product_row
 from crow.chat.agent.product_words import (
+    category_asked,
     category_meant,
     category_named,
     names_no_topic,
@@ -94,9 +95,11 @@ async def search_products(args: ProductArgs, ctx: ToolContext) -> ToolOutput:
     since, until = await window(ctx, args.since, args.until)
     counted = SearchFilter(channel=args.channel, since=since, until=until)
     unit = _counted_in_words(counted)
-    category = None
-    if query:
-        category = category_named(query, await ctx.retriever.product_categories(ctx.org_id))
+    categories = await ctx.retriever.product_categories(ctx.org_id)
+    # a query of no topic ranks the category the user's question names, if it names one
+    category = (
+        category_named(query, categories) if query else category_asked(ctx.question, categories)
+    )
     if query and category is None and (args.sort == "popularity" or not counted.is_empty()):
         category = category_meant(query, await search(ctx, "products", query, MEANT_POOL))
     # every product of a category is as relevant to its name: they come most engaged-with
@@ -119,7 +122,9 @@ async def search_products(args: ProductArgs, ctx: ToolContext) -> ToolOutput:
         content = {"product_named": " | ".join(said)} | content
         hits += [h for h in named if not any(h["id"] == hit["id"] for hit in hits)]
     if category:
-        content["ranked"] = f"every {category} product"
+        content["ranked"] = f"every {category} product" + (
+            "" if query else " (the category the question names)"
+        )
     elif (
         rows
         and not named

@@ -96,6 +96,39 @@ def test_top_products_of_one_channel_or_period_equal_the_duckdb_ranking_of_those
     assert output.charts[0].title == f"Top products by {counted}"
 
 
+@pytest.mark.parametrize(
+    ("question", "category"),
+    [
+        ("which produce item do customers interact with the most?", "Produce"),
+        ("whats the top sleeping bag by interactions", "Sleeping Bags"),
+        ("most popular meat and seafood product?", "Meat & Seafood"),
+        ("our best sellers overall?", None),
+        ("top water bottle?", None),  # one word of "Water Sports" is not the category
+        ("tents or jackets, which sells more?", None),  # two: the model's query decides
+    ],
+)
+def test_the_category_a_question_names_is_the_one_whose_every_word_it_has(question, category):
+    from crow.chat.agent.product_words import category_asked
+
+    categories = ["Jackets", "Meat & Seafood", "Produce", "Sleeping Bags", "Tents", "Water Sports"]
+    assert category_asked(question, categories) == category
+
+
+def test_a_query_of_no_topic_ranks_the_category_the_users_question_names(demo):
+    """"whats the top sleeping bag by interactions": a 1.5B searched with an empty query (the
+    whole catalog). A question naming no category still ranks the whole catalog."""
+    from crow.chat.agent.tools import TOOLS_BY_NAME
+
+    search = TOOLS_BY_NAME["search_products"].invoke
+    args = {"query": "", "sort": "popularity"}
+    asked = "whats the top sleeping bag by interactions"
+    out = asyncio.run(search(args, ctx_for(demo, question=asked))).content
+    assert {r["category"] for r in out["products"]} == {"Sleeping Bags"}
+    assert out["ranked"] == "every Sleeping Bags product (the category the question names)"
+    overall = asyncio.run(search(args, ctx_for(demo, question="our best sellers?"))).content
+    assert "ranked" not in overall and len({r["category"] for r in overall["products"]}) > 1
+
+
 def test_a_channel_ranks_a_topic_by_that_channels_interactions_whatever_the_sort(demo):
     """Asked "which item gets the most attention on our in-store cameras?", a 1.5B wrote a
     channel and no sort: only a ranking counts one channel's interactions."""
