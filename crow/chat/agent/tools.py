@@ -25,7 +25,7 @@ from crow.chat.agent.in_words import (
     products_in_words,
     summary_in_words,
 )
-from crow.chat.agent.passages import closest_sentences
+from crow.chat.agent.passages import closest_sentences, with_next_sentences
 from crow.chat.agent.pattern_search import search_patterns
 from crow.chat.agent.product_rows import product_row
 from crow.chat.agent.product_words import (
@@ -252,7 +252,8 @@ async def search_org_context(
         # about); a follow-up, with the question it follows
         parts = [(part, target) for part in split_clauses(target)]
         targets = [(target, earlier) if follow_up else target, *parts]
-        sentences = await closest_sentences(ctx, targets, [h["body"] for h in hits])
+        bodies = [h["body"] for h in hits]
+        sentences = with_next_sentences(await closest_sentences(ctx, targets, bodies), bodies)
         found = {"relevant_sentence": " ".join(sentences)} | found
     return ToolOutput(
         found,

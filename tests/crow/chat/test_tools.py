@@ -115,7 +115,7 @@ def test_the_category_a_question_names_is_the_one_whose_every_word_it_has(questi
 
 
 def test_a_query_of_no_topic_ranks_the_category_the_users_question_names(demo):
-    """"whats the top sleeping bag by interactions": a 1.5B searched with an empty query (the
+    """ "whats the top sleeping bag by interactions": a 1.5B searched with an empty query (the
     whole catalog). A question naming no category still ranks the whole catalog."""
     from crow.chat.agent.tools import TOOLS_BY_NAME
 
@@ -514,6 +514,37 @@ def test_a_part_of_a_question_is_read_with_the_whole_question(demo):
     out = asyncio.run(tool.invoke(args, ctx_for(demo, question=question))).content
     assert "refund the difference if our own price drops within 14 days" in out["relevant_sentence"]
     assert "Standard shipping" not in out["relevant_sentence"]
+
+
+def test_the_knowledge_base_sentence_comes_with_the_next_one_of_its_document(demo):
+    """The closest sentence names the repair shop; the turnaround is the next one (a 1.5B read
+    the first alone and answered with the return window)."""
+    from crow.chat.agent.tools import TOOLS_BY_NAME
+
+    asked = "my jacket's zipper broke, when would I get it back if you fix it?"
+    out = asyncio.run(
+        TOOLS_BY_NAME["search_org_context"].invoke(
+            {"query": "return policy"}, ctx_for(demo, question=asked)
+        )
+    ).content
+    text = out["relevant_sentence"]
+    assert "repair shops fix zippers" in text and "Typical turnaround is 10 business days" in text
+
+
+@pytest.mark.parametrize(
+    ("found", "given"),
+    [
+        (["A one.", "C three."], ["A one.", "B two.", "C three.", "D four."]),
+        (["A one.", "B two."], ["A one.", "B two.", "C three."]),  # B is given once
+        (["Y last."], ["Y last."]),  # the last sentence of its document
+    ],
+)
+def test_each_sentence_found_is_followed_by_the_next_of_its_document(found, given):
+    from crow.chat.agent.passages import with_next_sentences
+
+    assert (
+        with_next_sentences(found, ["A one. B two. C three. D four.", "X first. Y last."]) == given
+    )
 
 
 def test_a_knowledge_base_sentence_keeps_its_clauses_after_a_semicolon():
