@@ -82,7 +82,7 @@ def with_next_sentences(found: list[str], bodies: list[str]) -> list[str]:
     10 business days; ..."). On the spent sets' 46 knowledge-base questions, the text given
     states the fact for 44 instead of 41, and a 1.5B answered 38 right instead of 36 (3
     gained, 1 lost to a figure of the next sentence)."""
-    following = {}
+    following: dict[str, str] = {}
     for body in bodies:
         sentences = [s for s in _SENTENCE_END.split(body) if s.strip()]
         for sentence, after in pairwise(sentences):
