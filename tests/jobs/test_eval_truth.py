@@ -41,6 +41,7 @@ TRUTH_FILES = [
     ROOT / "benchmarks" / "truth_blind19.jsonl",
     ROOT / "benchmarks" / "truth_blind20.jsonl",
     ROOT / "benchmarks" / "truth_blind21.jsonl",
+    ROOT / "benchmarks" / "truth_blind22.jsonl",
 ]
 
 
