@@ -5,7 +5,8 @@ A question of an evaluation file may carry a ``truth``:
 - ``{"sql": "SELECT ...", "match": "all" | "any"}``: a DuckDB query over the org's Parquet
   data (views ``interactions``, ``products``, ``patterns``, ``documents`` and ``anchor``,
   one row ``t``: the latest interaction, which relative time words count back from). The
-  answer must state every value of the result (``all``) or one of its rows (``any``).
+  answer must state every value of the result (``all``) or one of its rows (``any``), in its
+  text: a name in a footnote only is not stated.
 - ``{"facts": ["60 days", ["20%", "20 percent"]]}``: knowledge-base facts the answer must
   state; a list inside is alternatives.
 - ``{"cites": {"type": "interaction", "detail": "social"}}``: the answer footnotes a source
@@ -26,6 +27,7 @@ from typing import Any
 
 import duckdb
 
+from crow.chat.agent.sources import with_footnotes
 from crow.data.lake import DataLake
 
 TABLES = ("interactions", "products", "patterns", "documents")
@@ -49,6 +51,7 @@ def judge(truth: dict[str, Any], rows: list[list[Any]] | None, answer: Any) -> b
     """Whether the answer states what the truth says a correct answer states: every kind of
     truth it carries (a question that asks two things may carry ``sql`` and ``facts``)."""
     called = {step["name"] for step in answer.tool_steps}
+    said = stated_text(answer.content)
     if truth.get("no_tools"):
         return not called and bool(answer.content.strip())
     checks = []
@@ -63,13 +66,21 @@ def judge(truth: dict[str, Any], rows: list[list[Any]] | None, answer: Any) -> b
     if "facts" in truth:
         checks.append(
             all(
-                any(_states(answer.content, alt) for alt in (f if isinstance(f, list) else [f]))
+                any(_states(said, alt) for alt in (f if isinstance(f, list) else [f]))
                 for f in truth["facts"]
             )
         )
     if "sql" in truth:
-        checks.append(_states_rows(truth, rows, answer.content))
+        checks.append(_states_rows(truth, rows, said))
     return bool(checks) and all(checks)
+
+
+def stated_text(content: str) -> str:
+    """What an answer says: its text without the footnotes appended to it. A footnote names a
+    source the answer rests on (the first product of a ranking, a pattern's title), not what
+    the answer states: "web had 6,991 interactions" above a footnote naming the top beverage
+    does not name it."""
+    return with_footnotes(content, ())
 
 
 def _states_rows(truth: dict[str, Any], rows: list[list[Any]] | None, content: str) -> bool:

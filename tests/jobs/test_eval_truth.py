@@ -102,6 +102,22 @@ def test_all_rows_or_any_row():
     assert truth.judge({"sql": "-"}, rows, both)
 
 
+def test_a_name_in_a_footnote_only_is_not_stated():
+    top = [["Sunny Acres Orange Juice 2L"]]
+    juice = Source(type="product", id="p1", title="Sunny Acres Orange Juice 2L")
+    cited_only = answer(
+        'Web had 6,991 interactions.\n\n[1] Product: "Sunny Acres Orange Juice 2L"',
+        sources=(juice,),
+    )
+    assert not truth.judge({"sql": "-"}, top, cited_only)
+    named = answer(
+        'The top beverage is Sunny Acres Orange Juice 2L [1].\n\n[1] Product: "Sunny Acres '
+        'Orange Juice 2L"',
+        sources=(juice,),
+    )
+    assert truth.judge({"sql": "-"}, top, named)
+
+
 def test_a_two_part_truth_needs_both_parts_stated():
     both = {"sql": "-", "match": "all", "facts": [["$75", "75 USD"]]}
     rows = [[1234]]
