@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from crow.chat.agent.cues import (
+    asked_part,
     asks_besides_products,
     asks_popularity,
     compares_channels,
@@ -95,13 +96,33 @@ class IntentRouter:
         self._lock = asyncio.Lock()
 
     async def route(self, question: str, embed: Embed) -> Route:
+        """The request's intents; a statement before its question is left out, unless the
+        question alone is too far from every example ("..., can i get the difference back")."""
+        asked = asked_part(question)
+        route = await self._route(asked, embed)
+        if asked != question and route.abstained:
+            route = await self._route(question, embed)
+        return route
+
+    async def _route(self, question: str, embed: Embed) -> Route:
         clauses = split_clauses(question)
         classifier = await self._fitted(embed)
         queries = _normalize(np.asarray(await embed([question, *clauses])))
         votes = [self._classify(classifier, q) for q in queries]
-        clause_votes = votes[1:]  # each clause is a question of its own, if all are clear
-        split = bool(clause_votes) and all(v[0] and v[2] >= CLEAR for v in clause_votes)
-        votes = clause_votes if split else votes[:1]
+        # each clause is a question of its own, if all are clear (or name patterns: "... and
+        # is there some pattern about people bailing at the delivery slot step?")
+        clause_votes = votes[1:]
+        split = bool(clause_votes) and all(
+            v[0] and (v[2] >= CLEAR or about_patterns(c))
+            for v, c in zip(clause_votes, clauses, strict=True)
+        )
+        if split:  # a question of a split request naming patterns asks for them
+            votes = [
+                ("patterns", *v[1:]) if about_patterns(c) else v
+                for v, c in zip(clause_votes, clauses, strict=True)
+            ]
+        else:
+            votes = votes[:1]
         if not votes[0][0]:
             return Route((), votes[0][1])
         intents = {label for label, _, _ in votes}
@@ -169,7 +190,17 @@ def refine(question: str, intents: set[str], clauses: Sequence[str]) -> tuple[st
         intents = {"interactions"}  # "find ... events" asks for the events, not their number
     elif compares_channels(question) and ("org" not in intents or names_traffic(question)):
         intents = {"count"}  # "is CCTV or web traffic larger?": the summary has every channel
-    if names_confidence(question) or (names_patterns(question) and "org" not in intents):
+    # a split request of which one question asks for patterns and another for data of another
+    # tool ("web interactions in the past 2 wks? and is there some pattern about ..."): each
+    # question keeps its tool
+    one_asks_patterns = (
+        any(map(about_patterns, clauses))
+        and not all(map(about_patterns, clauses))
+        and bool(intents & {"count", "products", "interactions"})
+    )
+    if not one_asks_patterns and (
+        names_confidence(question) or (names_patterns(question) and "org" not in intents)
+    ):
         # patterns *in* a channel, of a product line or of a policy's effect are patterns
         intents -= {"interactions", "count", "chat", "org"}
         if not names_products(question):
@@ -179,9 +210,16 @@ def refine(question: str, intents: set[str], clauses: Sequence[str]) -> tuple[st
             intents.add("products")  # popularity is what the product search ranks by
     elif ranks_products(question) and "count" not in intents:
         if not any(asks_besides_products(c) for c in clauses):
-            intents -= {"org", "patterns", "interactions", "chat"}
+            intents -= {"org", "interactions", "chat"} | (
+                set() if one_asks_patterns else {"patterns"}
+            )
         intents.add("products")  # a request split in two keeps what its other question asks
     return tuple(sorted(intents, key=ORDER.index))
+
+
+def about_patterns(clause: str) -> bool:
+    """A question naming detected patterns or a confidence."""
+    return names_patterns(clause) or names_confidence(clause)
 
 
 def _normalize(matrix: np.ndarray) -> np.ndarray:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from crow.chat.agent.config import AgentConfig
-from crow.chat.agent.cues import split_clauses
+from crow.chat.agent.cues import asked_part, is_count_question, split_clauses
 from crow.chat.agent.guidance import EXAMPLES
 from crow.chat.agent.intent import IntentRouter, Route, fit_softmax, refine
 from crow.chat.agent.loop import Agent
@@ -97,6 +97,44 @@ def test_a_ranking_keeps_the_other_question_of_a_split_request():
     assert refine(q, {"products", "org"}, split_clauses(q)) == ("products",)
     q = "in dairy, which two items get the most shopper interest?"
     assert refine(q, {"products", "org"}, split_clauses(q)) == ("products",)
+
+
+def test_a_question_of_a_split_request_about_patterns_keeps_it_beside_a_count():
+    """ "web interactions in the past 2 wks? and is there some pattern about ...": the pattern
+    question's words made the whole request a patterns question and the count was dropped.
+    A request whose other part asks the knowledge base is a pattern question as before."""
+    q = "web interactions in the past 2 wks? and is there some pattern about slot abandonment"
+    parts = split_clauses(q)
+    assert len(parts) == 2
+    assert refine(q, {"count", "patterns"}, parts) == ("count", "patterns")
+    q = "most popular jacket now? and are jacket buyers churning"
+    assert refine(q, {"products", "patterns"}, split_clauses(q)) == ("products", "patterns")
+    q = "Among the customer groups at risk of leaving us, which one has the highest confidence?"
+    assert refine(q, {"org", "patterns"}, split_clauses(q)) == ("patterns",)
+    assert refine("Which trends show up in camera data?", {"count"}, []) == ("patterns",)
+
+
+def test_a_product_ranking_by_number_of_interactions_is_not_a_count():
+    assert not is_count_question("top beverage by number of interactions pls")
+    assert not is_count_question("top 4 products by number of interactions")
+    assert is_count_question("which channel is top by number of interactions?")
+    assert is_count_question("number of interactions on the web last week")
+
+
+def test_a_statement_before_the_question_is_not_routed():
+    """ "customer says their delivery came late, do they ..." was routed to the interaction
+    search by "customer says"; a phrase that scopes the question stays ("Of all the jackets
+    we carry, which ...")."""
+    q = "customer says their delivery came late, do they get anything back for that?"
+    assert asked_part(q) == "do they get anything back for that?"
+    for kept in (
+        "Of all the jackets we carry, which one do customers interact with the most?",
+        "whats our most popular sleeping bag, and how much does demand climb?",
+        "how many web visits last week, and what did people buy?",
+        "tents, which is most popular?",
+        "customer says their delivery came late. do they get anything?",
+    ):
+        assert asked_part(kept) == kept
 
 
 @pytest.mark.real_model
