@@ -238,15 +238,15 @@ _CLAUSES = re.compile(
 )
 
 
-_ASKING = re.compile(
-    r"^\W*(?:(?:what|which|how|who|where|when|why)(?:'?s)?|is|are|do|does|did|can|could|"
-    r"should|would|will|any|show|list|find|give|tell|remind)\b",
-    re.I,
+_ASKS = (
+    r"(?:what|which|how|who|where|when|why)(?:'?s)?|is|are|do|does|did|can|could|should|"
+    r"would|will|any|show|list|find|give|tell|remind"
 )
-_NOT_PREMISE = re.compile(  # a question, a request, or a phrase that scopes the question
-    r"^\W*(?:(?:what|which|how|who|where|when|why)(?:'?s)?|is|are|do|does|did|can|could|"
-    r"should|would|will|any|show|list|find|give|tell|remind|of|out|among|for|in|across|from|"
-    r"at|on|with|between|about|and|also|plus|but|so)\b",
+_ASKING = re.compile(rf"^\W*(?:{_ASKS})\b", re.I)
+# a question, a request, or a phrase that scopes the question ("Of all the jackets we carry")
+_NOT_PREMISE = re.compile(
+    rf"^\W*(?:{_ASKS}|of|out|among|for|in|across|from|at|on|with|between|about|and|also|plus|"
+    r"but|so)\b",
     re.I,
 )
 PREMISE_WORDS = 4
