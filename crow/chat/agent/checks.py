@@ -79,6 +79,8 @@ def answer_problem(text: str, outputs: Outputs, question: str = "") -> str | Non
             f"Your answer talks about the tool {named[0]} instead of answering with what it "
             "returned."
         )
+    if "routing hint" in text.casefold():  # a 1.5B answered "customers get a routing hint"
+        return "Your answer talks about the routing hint, a note for you, instead of answering."
     summaries = [c for name, c in outputs if name == "get_interaction_summary" and "error" not in c]
     if summaries and (wrong := wrong_counts(text, summaries)):
         figures = ", ".join(f"{n:,}" for n in sorted(_allowed(summaries)))

@@ -208,9 +208,11 @@ def refine(question: str, intents: set[str], clauses: Sequence[str]) -> tuple[st
         intents.add("patterns")
         if asks_popularity(question):
             intents.add("products")  # popularity is what the product search ranks by
-    elif ranks_products(question) and "count" not in intents:
+    elif ranks_products(question) and not counted:
+        # a count the examples voted for a product ranking ("what product got the most
+        # customer interactions this past week?") is the ranking's: no cue asked for a number
         if not any(asks_besides_products(c) for c in clauses):
-            intents -= {"org", "interactions", "chat"} | (
+            intents -= {"org", "interactions", "chat", "count"} | (
                 set() if one_asks_patterns else {"patterns"}
             )
         intents.add("products")  # a request split in two keeps what its other question asks

@@ -59,6 +59,22 @@ def test_a_wrong_count_gets_one_correction_round(demo):
     assert answer.content == "There are 3,000 interactions." and answer.fallback is None
 
 
+def test_an_answer_about_the_routing_hint_gets_one_correction_round(demo):
+    """blind22: a 1.5B answered that customers "get a routing hint" for a late delivery."""
+    model = ScriptedChatModel(
+        [
+            call("search_org_context", query="late delivery"),
+            AssistantTurn(text="The customers get a routing hint if their delivery is late."),
+            AssistantTurn(text="A late delivery gets a $10 credit."),
+        ]
+    )
+    answer = run(Agent(model), ctx_for(demo), "what do customers get if delivery is late?")
+    correction = model.calls[2].messages[-1]
+    assert correction.role == "user" and "routing hint" in correction.content
+    assert answer.content.startswith("A late delivery gets a $10 credit.")
+    assert answer.fallback is None
+
+
 def test_an_answer_that_repeats_the_earlier_one_gets_one_correction_round(demo):
     """Asked "how much is it?" after "most popular bakery product?", a 1.5B wrote its earlier
     answer again although the price was in the results: the correction names the new

@@ -119,6 +119,9 @@ def test_a_product_ranking_by_number_of_interactions_is_not_a_count():
     assert not is_count_question("top 4 products by number of interactions")
     assert is_count_question("which channel is top by number of interactions?")
     assert is_count_question("number of interactions on the web last week")
+    # a count the examples voted for a ranking of products is the ranking's
+    q = "what product got the most customer interactions this past week?"
+    assert refine(q, {"count"}, []) == ("products",)
 
 
 def test_a_statement_before_the_question_is_not_routed():
