@@ -42,6 +42,7 @@ TRUTH_FILES = [
     ROOT / "benchmarks" / "truth_blind20.jsonl",
     ROOT / "benchmarks" / "truth_blind21.jsonl",
     ROOT / "benchmarks" / "truth_blind22.jsonl",
+    ROOT / "benchmarks" / "truth_blind23.jsonl",
 ]
 
 
