@@ -15,7 +15,12 @@ from difflib import SequenceMatcher
 from typing import Any
 
 from crow.chat.agent.compose import ECHO_STOPS
-from crow.chat.agent.cues import channels_named, is_follow_up, names_no_channel
+from crow.chat.agent.cues import (
+    asks_every_channel,
+    channels_named,
+    is_follow_up,
+    names_no_channel,
+)
 from crow.chat.agent.sources import with_footnotes
 from models.messages import Message
 
@@ -307,25 +312,29 @@ def one_channel_for_all(
 
 
 def half_compared(text: str, outputs: Outputs, question: str) -> str | None:
-    """The question sets channels side by side ("compare web and cctv, I need both counts")
-    and the answer states the summary's figure for some of them only: given every channel's
-    count, led by the two asked about, a 1.5B stated the one it had called for. An answer
-    that states no figure, or every one, is left alone. Only a correction: an answer that
-    gives one of two figures is short of the question, not wrong."""
+    """The question sets channels side by side ("compare web and cctv, I need both counts"),
+    or asks for every channel ("break down interactions by channel, with the count for
+    each"), and the answer states the summary's figure for some of them only: given every
+    channel's count, a 1.5B stated the one it had called for, or the busiest and the
+    quietest of three. An answer that states no channel's figure (a total and shares), or
+    every one, is left alone. Only a correction: an answer that gives one of two figures is
+    short of the question, not wrong."""
     named = channels_named(question)
-    if len(named) < 2:
+    every = asks_every_channel(question)
+    if len(named) < 2 and not every:
         return None
     stated = _counts_stated(text)
     for name, content in outputs:
         if name != "get_interaction_summary" or "error" in content:
             continue
         counts = content.get("every_channel_same_period") or content.get("by_channel") or {}
-        figures = {ch: int(counts[ch]) for ch in named if ch in counts}
+        asked = named if len(named) >= 2 else list(counts)
+        figures = {ch: int(counts[ch]) for ch in asked if ch in counts}
         given = [ch for ch, n in figures.items() if any(_close(v, {n}) for v in stated)]
         if len(figures) >= 2 and given and len(given) < len(figures):
-            asked = " and ".join(f"{ch} ({n:,})" for ch, n in figures.items())
+            listed = " and ".join(f"{ch} ({n:,})" for ch, n in figures.items())
             return (
-                f"The question asks about {asked}; your answer gives the figure for "
+                f"The question asks about {listed}; your answer gives the figure for "
                 f"{', '.join(given)} only."
             )
     return None

@@ -155,6 +155,14 @@ def channels_named(message: str) -> list[str]:
     return [channel for channel, words in _CHANNEL_WORDS.items() if words.search(message)]
 
 
+_EVERY_CHANNEL = re.compile(r"\b(?:by|per|each|every) (?:channel|source|platform)s?\b", re.I)
+
+
+def asks_every_channel(message: str) -> bool:
+    """A count asked channel by channel ("break down interactions by channel", "per source")."""
+    return _EVERY_CHANNEL.search(message) is not None
+
+
 def counts_a_channel(message: str) -> bool:
     """A number of interactions on a named channel ("how many social mentions did we get in
     October?"): the interactions', even when the org's profile (which names the org and

@@ -180,6 +180,51 @@ def test_one_side_of_a_compared_pair_gets_one_correction_round(demo):
         model.assert_complete()
 
 
+def test_a_breakdown_by_channel_short_of_a_channel_gets_one_correction_round(demo):
+    """Asked for the count of every channel, a 1.5B gave the total, the busiest and the
+    quietest: the correction names every channel with its figure. An answer with every
+    channel (a table, bold labels), or with none (a total and shares), passes unchanged; a
+    question that asks for no channel's figure is left alone."""
+    by = demo.analytics.interaction_summary("acme-outdoor")["by_channel"]
+    ranked = sorted(by, key=by.__getitem__)
+    quietest, _, busiest = ranked
+    question = "break down our interactions per channel, I need the number for each"
+    short = (
+        f"The busiest channel is {busiest} with {by[busiest]:,} interactions, and the "
+        f"quietest is {quietest} with {by[quietest]:,}."
+    )
+    table = "| Channel | Interactions |\n|---|---|\n" + "\n".join(
+        f"| {ch} | {by[ch]:,} |" for ch in ranked
+    )
+    model = ScriptedChatModel(
+        [
+            call("get_interaction_summary", channel="all"),
+            AssistantTurn(text=short),
+            AssistantTurn(text=table),
+        ]
+    )
+    answer = run(Agent(model), ctx_for(demo), question)
+    model.assert_complete()
+    correction = model.calls[2].messages[-1].content
+    assert all(f"{ch} ({by[ch]:,})" in correction for ch in by)
+    assert f"gives the figure for {busiest}, {quietest} only" in correction
+    assert answer.content == table and answer.fallback is None
+
+    total = sum(by.values())
+    labels = "\n".join(f"- **{ch.upper()}:** {by[ch]:,}" for ch in ranked)
+    shares = (
+        f"Of {total:,} interactions, {busiest} has the largest share and {quietest} the smallest."
+    )
+    for text, asked in (
+        (labels, question),
+        (shares, question),
+        (short, "which channel is busiest?"),
+    ):
+        model = ScriptedChatModel([call("get_interaction_summary"), AssistantTurn(text=text)])
+        assert run(Agent(model), ctx_for(demo), asked).content == text
+        model.assert_complete()
+
+
 def test_one_channels_count_for_a_question_about_all_gets_one_correction_round(demo):
     """Asked how many interactions there were on a day, a 1.5B counted the web and answered
     with its figure: the correction names the total of every channel; the total then
