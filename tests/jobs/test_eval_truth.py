@@ -43,6 +43,7 @@ TRUTH_FILES = [
     ROOT / "benchmarks" / "truth_blind21.jsonl",
     ROOT / "benchmarks" / "truth_blind22.jsonl",
     ROOT / "benchmarks" / "truth_blind23.jsonl",
+    ROOT / "benchmarks" / "truth_blind24.jsonl",
 ]
 
 
