@@ -21,7 +21,8 @@ from crow.chat.agent.cues import (
     is_follow_up,
     names_no_channel,
 )
-from crow.chat.agent.sources import with_footnotes
+from crow.chat.agent.sources import Source, with_footnotes
+from crow.chat.agent.unnamed import names_no_pattern
 from models.messages import Message
 
 Outputs = list[tuple[str, dict[str, Any]]]
@@ -93,7 +94,7 @@ def answer_problem(text: str, outputs: Outputs, question: str = "") -> str | Non
             f"Your answer states {', '.join(f'{n:,}' for n in wrong)}, which is not a figure "
             f"the summary tool returned ({figures})."
         )
-    if summaries and (misplaced := wrong_channel(text, summaries)):
+    if summaries and (misplaced := wrong_channel(text, summaries, question)):
         return misplaced
     if names := invented_names(text, outputs, question):
         return f"Your answer names {', '.join(repr(n) for n in names)}, which no tool returned."
@@ -223,10 +224,13 @@ def wrong_counts(text: str, summaries: list[dict[str, Any]]) -> list[int]:
     return [int(v) for v in stated]
 
 
-def wrong_channel(text: str, summaries: list[dict[str, Any]]) -> str | None:
+def wrong_channel(text: str, summaries: list[dict[str, Any]], question: str = "") -> str | None:
     """An answer that names one channel and states one count, the count of another channel
     in the same results: asked "and on the web?" after a camera count, a 1.5B gave the
-    cameras' 3,342 (the summary's comparison line) as the web's figure. An answer naming two
+    cameras' 3,342 (the summary's comparison line) as the web's figure. When the figure is
+    the channel asked about (named in the question or counted by the call), the name is what
+    is wrong: asked "what about social" after a camera count, a 1.5B wrote the social figure
+    as the cameras', and told the cameras' figure, answered with it. An answer naming two
     channels or stating two counts is left alone (which figure belongs to which channel is not
     read), and so is a figure that is also the named channel's or a total."""
     named, stated = channels_named(text), _counts_stated(text)
@@ -250,6 +254,12 @@ def wrong_channel(text: str, summaries: list[dict[str, Any]]) -> str | None:
     theirs = other.get(int(value)) if value == int(value) else None
     if theirs is None or not own or _close(value, own | totals):
         return None
+    asked = {*channels_named(question), *(s["channel"] for s in summaries if s.get("channel"))}
+    if theirs in asked and channel not in asked:
+        return (
+            f"Your answer calls {int(value):,} the {channel} figure, but {int(value):,} is the "
+            f"{theirs} figure, the channel the question asks about."
+        )
     return (
         f"Your answer gives {int(value):,} for {channel}, but that is the {theirs} figure; "
         f"the summary tool's {channel} figure is {', '.join(f'{n:,}' for n in sorted(own))}."
@@ -270,15 +280,20 @@ def _counts_stated(text: str) -> list[float]:
 
 
 def short_of_question(
-    text: str, outputs: Outputs, messages: Sequence[Message], question: str
+    text: str,
+    outputs: Outputs,
+    messages: Sequence[Message],
+    question: str,
+    returned: Sequence[Source] = (),
 ) -> str | None:
     """What an answer that is not wrong leaves of the question (it repeats an earlier answer,
-    gives one side of a comparison, or one channel's count for all of them): worth one
-    correction, never a composed answer."""
+    gives one side of a comparison, or one channel's count for all of them, or names none of
+    the patterns it rests on): worth one correction, never a composed answer."""
     return (
         repeated(text, earlier_answers(messages), question, outputs)
         or half_compared(text, outputs, question)
         or one_channel_for_all(text, outputs, messages, question)
+        or names_no_pattern(text, [name for name, _ in outputs], returned)
     )
 
 

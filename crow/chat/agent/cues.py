@@ -240,8 +240,8 @@ def asks_least_confident(message: str) -> bool:
 _CLAUSES = re.compile(
     r"(?:[,;]\s*(?:and\s+|but\s+|also\s+|plus\s+)?|(?<!\s)\s+(?:and|but|also|plus)\s+|"
     r"\?\s+(?:(?:and|also|plus),?\s+)?)"
-    r"(?=(?:what|which|how|who|where|when|why|show|list|find|give|tell|remind|are|is|do|does|"
-    r"did|can)\b)",
+    r"(?=(?:(?:what|which|how|who|where|when|why)(?:'?s)?|show|list|find|give|tell|remind|are|"
+    r"is|do|does|did|can)\b)",
     re.I,
 )
 

@@ -7,11 +7,10 @@ Small models get help they read (``hints``, crow.chat.agent.guidance), never dec
 answer given with no tool run for the question that claims data with nothing behind it
 (checks.unsourced_answer: a count, "nothing found", a lookup announced or described but not
 made), or with guidance one for which the routing hint named tools, is asked again once, a
-call required (the model picks which, and its arguments). A checked
-answer (crow.chat.agent.checks) that fails gets one correction; failing again, the answer is
-composed from the results and says so (``fallback: "composed"``). Text streams as
-``text_delta`` events; ``text_replaced`` carries a final text that differs from what was
-shown; the footnotes come last.
+call required (the model picks which, and its arguments). A checked answer
+(crow.chat.agent.checks) that fails gets one correction; failing again, it is composed from
+the results and says so (``fallback: "composed"``). Text streams as ``text_delta`` events;
+``text_replaced`` carries a final text that differs from what was shown; footnotes last.
 """
 
 from __future__ import annotations
@@ -175,8 +174,9 @@ class Agent:
         (a repeat of an earlier answer, or a comparison with one side's figure, only gets the
         correction)."""
         question = question_of(run.messages)
-        problem = answer_problem(text, run.outputs, question)
-        problem = problem or short_of_question(text, run.outputs, run.messages, question)
+        problem = answer_problem(text, run.outputs, question) or short_of_question(
+            text, run.outputs, run.messages, question, run.returned
+        )
         if problem is None or not run.outputs:
             return text, fallback
         log.info("answer check failed (%s): %.200r", problem, text)

@@ -165,7 +165,7 @@ def test_failing_and_slow_tools_become_error_results_for_the_model(demo):
 
 
 def test_iteration_cap_falls_back_to_one_plain_call(demo):
-    turns = [call("search_patterns", cid=f"c{i}", query=f"trend {i}") for i in range(5)]
+    turns = [call("search_interactions", cid=f"c{i}", query=f"trend {i}") for i in range(5)]
     model = ScriptedChatModel([*turns, AssistantTurn(text="Plain answer.")])
     answer = run(Agent(model), ctx_for(demo))
     model.assert_complete()

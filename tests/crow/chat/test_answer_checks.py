@@ -3,13 +3,17 @@ one correction round, a composed answer that says so."""
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import json
 
 import pytest
 
 from crow.chat.agent.checks import unsourced_answer
 from crow.chat.agent.loop import Agent
-from models.messages import AssistantTurn
+from crow.chat.agent.pattern_search import search_patterns
+from crow.chat.agent.tool_args import PatternArgs
+from models.messages import AssistantTurn, Message
 from models.testing import ScriptedChatModel
 from tests.agent_support import call, ctx_for, run
 from tests.demo_env import build_demo_env
@@ -396,6 +400,35 @@ def test_an_answer_with_no_tool_behind_it_is_recognised(text: str, sent_back: bo
     assert (unsourced_answer(text, tools) is not None) is sent_back
 
 
+def test_the_asked_channels_figure_under_another_channels_name_is_corrected_to_the_asked(demo):
+    """Asked "what about social" after a camera count, a 1.5B counted social and wrote its
+    figure as the cameras'; told the cameras' figure, it answered with that. The correction
+    names the figure as the social one, the channel asked about, and gives no other."""
+    by = demo.analytics.interaction_summary("acme-outdoor")["by_channel"]
+    social, cctv = by["social"], by["cctv"]
+    earlier = f"There were {cctv:,} cctv interactions."
+    right = f"There were {social:,} social interactions."
+    model = ScriptedChatModel(
+        [
+            call("get_interaction_summary", channel="social"),
+            AssistantTurn(text=f"{social:,} cctv interactions."),
+            AssistantTurn(text=right),
+        ]
+    )
+    chat = [
+        Message.system("s"),
+        Message.user("how many cctv interactions?"),
+        Message.assistant(earlier),
+        Message.user("what about social"),
+    ]
+    answer = asyncio.run(Agent(model).run(chat, ctx_for(demo)))
+    model.assert_complete()
+    correction = model.calls[2].messages[-1].content
+    assert f"{social:,} is the social figure, the channel the question asks about" in correction
+    assert f"{cctv:,}" not in correction
+    assert answer.content == right and answer.fallback is None
+
+
 def test_another_channels_figure_under_the_channel_asked_about_gets_one_correction_round(demo):
     """Asked "and on the web?" after a camera count, a 1.5B stated the cameras' figure (the
     summary's comparison line) as the web's: the correction names both figures, and the
@@ -429,3 +462,66 @@ def test_another_channels_figure_under_the_channel_asked_about_gets_one_correcti
         answer = run(Agent(model), ctx_for(demo), "how many web interactions?")
         model.assert_complete()
         assert answer.fallback is None and answer.content == text
+
+
+def test_a_pattern_answer_that_names_no_pattern_gets_one_correction_round(demo):
+    """Asked about churn risk, a 1.5B answered "Yes, we are seeing a churn risk among
+    customers." above a footnote to the pattern: the correction asks for the pattern's
+    title; named, the answer stands; vague again, it is kept, never composed. Answers in a
+    strong model's style (a bold title with its figures, a list of titles), one with a
+    figure and no title, one saying there is none, and one resting on products beside the
+    patterns pass unchanged."""
+    question = "are we seeing any churn risk among customers?"
+    ctx = dataclasses.replace(ctx_for(demo), question=question)
+    output = asyncio.run(search_patterns(PatternArgs(query="churn risk"), ctx))
+    found = [s.title for s in output.sources]
+    vague = "Yes, we are seeing a churn risk among customers."
+    counted = "There are 6 churn risks in the data."
+    named = f"Yes: **{found[0]}** is the churn risk the analysis found."
+    model = ScriptedChatModel(
+        [
+            call("search_patterns", query="churn risk"),
+            AssistantTurn(text=vague),
+            AssistantTurn(text=named),
+        ]
+    )
+    answer = run(Agent(model), ctx_for(demo), question)
+    model.assert_complete()
+    assert "says nothing the pattern search found" in model.calls[2].messages[-1].content
+    assert answer.content.startswith(named) and answer.fallback is None
+
+    rows = ScriptedChatModel(
+        [
+            call("search_patterns", query="churn risk"),
+            AssistantTurn(text=counted),
+            AssistantTurn(text=named),
+        ]
+    )
+    assert run(Agent(rows), ctx_for(demo), question).content.startswith(named)
+    rows.assert_complete()
+
+    twice = ScriptedChatModel(
+        [call("search_patterns", query="churn risk"), *[AssistantTurn(text=vague)] * 2]
+    )
+    kept = run(Agent(twice), ctx_for(demo), question)
+    twice.assert_complete()
+    assert kept.content.startswith(vague) and kept.fallback is None
+
+    listed = "Detected patterns:\n" + "\n".join(
+        f"- {t.lower()} (confidence 0.8)" for t in found[:3]
+    )
+    for calls, text in (
+        ([call("search_patterns", query="churn risk")], listed),
+        (
+            [call("search_patterns", query="churn risk")],
+            "No, none of the patterns is a churn risk.",
+        ),
+        ([call("search_patterns", query="churn risk")], "Yes: 31% of delivery customers lapsed."),
+        (
+            [call("search_patterns", query="churn risk"), call("search_products", query="tents")],
+            "Yes, churn risk is up; the **Trailhead 2 Tent** is the product most affected.",
+        ),
+    ):
+        model = ScriptedChatModel([*calls, AssistantTurn(text=text)])
+        assert run(Agent(model), ctx_for(demo), question).content.startswith(text)
+        model.assert_complete()

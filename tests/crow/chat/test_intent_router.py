@@ -43,6 +43,12 @@ def test_two_questions_in_one_request_are_split_into_clauses():
         "How many visits last week",
         "when do stores open",
     ]
+    # typed without an apostrophe: "whats", "hows"
+    assert split_clauses("how many cctv events this month? also whats the repair turnaround") == [
+        "how many cctv events this month",
+        "whats the repair turnaround",
+    ]
+    assert split_clauses("whats up, hows it going?") == []  # a greeting's two short parts
 
 
 def test_cue_words_refine_what_the_examples_voted():
