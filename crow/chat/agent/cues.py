@@ -1,13 +1,8 @@
 """The cue-word vocabulary: small talk, follow-ups, counts, rankings, channels, patterns and
-their kinds, prices, the questions inside a request.
-
-Read by the intent router's refinement (crow.chat.agent.intent) and the guidance, whose
-reading reaches the model as a hint; by the tools, to lead a result with what the question
-asks (a query that names no topic ranks the whole catalog, the compared channels, a price,
-the most confident pattern of a kind, each part of a question in two; what a product query
-names is in crow.chat.agent.product_words); by the answer checks
-(a comparison answered with one side); and by the scripted test models. Nothing here decides
-which tool is called.
+their kinds, prices, the questions inside a request. Read by the intent router's refinement
+and the guidance (a hint the model reads); by the tools, to lead a result with what the
+question asks (what a product query names is in crow.chat.agent.product_words); by the answer
+checks; and by the scripted test models. Nothing here decides which tool is called.
 """
 
 from __future__ import annotations
@@ -235,6 +230,17 @@ def asks_least_confident(message: str) -> bool:
     """A confidence question about the least sure detection ("which trend are we least sure
     of?"): led with the most confident pattern, a 1.5B named it, 0.97, as the least sure."""
     return asks_confidence(message) and _LEAST.search(message) is not None
+
+
+_MOST = re.compile(r"\b(most|more|highest|greatest|best|top|strongest|surest)\b", re.I)
+
+
+def ranks_confidence(message: str) -> bool:
+    """A confidence question that ranks ("the pattern we're most confident about?"), not one
+    that asks how sure a named finding is ("how sure are you about that one?")."""
+    return (
+        asks_confidence(message) and (_MOST.search(message) or _LEAST.search(message)) is not None
+    )
 
 
 _CLAUSES = re.compile(

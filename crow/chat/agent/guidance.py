@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -30,6 +29,7 @@ from crow.chat.agent.cues import (
 from crow.chat.agent.intent import IntentRouter, Route
 from crow.chat.agent.nearest import nearer_tools, nearest_scores
 from crow.chat.agent.passages import knowledge_base_match
+from crow.chat.agent.product_words import stems
 from models.messages import Message, ToolSpec
 
 log = logging.getLogger(__name__)
@@ -156,16 +156,18 @@ class Guided:
     hint: str = ""  # the hint's line
 
 
-_WORDS = re.compile(r"[a-z]{3,}")
-
-
 def copies_the_hint(query: str, hint: str, asked: Sequence[str]) -> bool:
     """A search query made of the hint's own words and none of the user's: a 1.5B searched the
     patterns for "Routing hint" after "and which one has the lowest confidence?". Told so
-    (crow.chat.agent.runner), it writes the query again."""
-    words = set(_WORDS.findall(query.lower()))
-    said = {w for text in asked for w in _WORDS.findall(text.lower())}
-    return bool(words) and words <= set(_WORDS.findall(hint.lower())) and not words & said
+    (crow.chat.agent.runner), it writes the query again. Plurals count as their singular:
+    "likely patterns" after "the pattern we're most confident about" is the user's word."""
+    words = _long_stems(query)
+    said = set().union(*map(_long_stems, asked))
+    return bool(words) and words <= _long_stems(hint) and not words & said
+
+
+def _long_stems(text: str) -> set[str]:
+    return {w for w in stems(text) if len(w) >= 3}
 
 
 class Guidance:

@@ -12,7 +12,9 @@ from crow.chat.agent.cues import (
     asks_extreme,
     asks_least_confident,
     is_follow_up,
+    names_patterns,
     pattern_type_named,
+    ranks_confidence,
 )
 from crow.chat.agent.in_words import (
     closest_pattern,
@@ -40,7 +42,7 @@ async def search_patterns(args: PatternArgs, ctx: ToolContext) -> ToolOutput:
         flt=SearchFilter(pattern_type=args.type, since=since),
     )
     kind = confidence_kind(args, ctx)
-    if kind:
+    if kind or ranks_all(ctx.question):
         hits = await _with_the_surest(hits, kind, args.query, ctx, since)
     elif hits and (extreme := asks_extreme(ctx.question)):
         hits = await _with_the_extreme(hits, extreme, args.query, ctx, since)
@@ -79,22 +81,30 @@ def confidence_kind(args: PatternArgs, ctx: ToolContext) -> str | None:
     return pattern_type_named(ctx.question) or before or args.type or pattern_type_named(args.query)
 
 
+def ranks_all(question: str) -> bool:
+    """A question for the most (least) confident of all patterns, of no kind ("what's the
+    pattern we're most confident about?": a 1.5B searched "likely patterns", read six rows
+    without the surest, and answered "likely a seasonal effect")."""
+    return ranks_confidence(question) and names_patterns(question) and not is_follow_up(question)
+
+
 OF_A_KIND = 30  # patterns of one type read for the most confident (an org has under 20)
+OF_ALL = 200  # every pattern, read for the most confident of all
 
 
 async def _with_the_surest(
     hits: list[dict[str, Any]],
-    kind: str,
+    kind: str | None,
     query: str,
     ctx: ToolContext,
     since: datetime | None,
 ) -> list[dict[str, Any]]:
-    """The hits, with the most confident pattern of the kind the question names (the least
-    confident, asked for that) added when the query did not find it: asked which anomaly it
-    was most sure of, a 1.5B searched "unusual spikes", read six rows without the most
-    confident anomaly, and named the best of those."""
+    """The hits, with the most confident pattern of the kind the question names, or of all
+    (the least confident, asked for that) added when the query did not find it: asked which
+    anomaly it was most sure of, a 1.5B searched "unusual spikes", read six rows without the
+    most confident anomaly, and named the best of those."""
     flt = SearchFilter(pattern_type=kind, since=since)
-    of_kind = await search(ctx, "patterns", query, OF_A_KIND, flt=flt)
+    of_kind = await search(ctx, "patterns", query, OF_A_KIND if kind else OF_ALL, flt=flt)
     if not of_kind:
         return hits
     pick = min if asks_least_confident(ctx.question) else max

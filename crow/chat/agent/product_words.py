@@ -91,24 +91,25 @@ def names_no_topic(query: str) -> bool:
 _CATEGORY_FILLER = frozenset(["and", "category", "equipment", "food", "foods", "gear", "range"])
 
 
-def _stems(text: str) -> set[str]:
+def stems(text: str) -> set[str]:
+    """The words of `text`, lowercase, a plural's "s" dropped (words longer than three)."""
     words = re.findall(r"[a-z]+", text.lower())
     return {w[:-1] if len(w) > 3 and w.endswith("s") else w for w in words}
 
 
-_NO_TOPIC_STEMS = _stems(" ".join(_NO_TOPIC)) | _CATEGORY_FILLER
+_NO_TOPIC_STEMS = stems(" ".join(_NO_TOPIC)) | _CATEGORY_FILLER
 
 
 def category_named(query: str, categories: list[str]) -> str | None:
     """The one catalog category a product query names and nothing more ("tents", "dairy
     products", "our best-selling backpack"), or None ("rain jackets", "frozen pizza")."""
-    wanted = _stems(query) - _NO_TOPIC_STEMS
+    wanted = stems(query) - _NO_TOPIC_STEMS
     if not wanted:
         return None
-    named = [c for c in categories if wanted <= _stems(c) - _CATEGORY_FILLER]
+    named = [c for c in categories if wanted <= stems(c) - _CATEGORY_FILLER]
     if not named:  # misspelled ("the top selling bakry item"): one letter off, in longer words
         named = [
-            c for c in categories if all(any(_one_edit(w, v) for v in _stems(c)) for w in wanted)
+            c for c in categories if all(any(_one_edit(w, v) for v in stems(c)) for w in wanted)
         ]
     return named[0] if len(named) == 1 else None
 
@@ -118,8 +119,8 @@ def category_asked(question: str, categories: list[str]) -> str | None:
     do customers interact with the most?": Produce), or None. Read only when the model's
     query names no topic: for "the top produce item" a 1.5B searched with an empty query and
     answered with the whole catalog's first product."""
-    words = _stems(question)
-    named = [c for c in categories if (stems := _stems(c) - _CATEGORY_FILLER) and stems <= words]
+    words = stems(question)
+    named = [c for c in categories if (own := stems(c) - _CATEGORY_FILLER) and own <= words]
     return named[0] if len(named) == 1 else None
 
 
@@ -139,8 +140,8 @@ def _one_edit(a: str, b: str) -> bool:
 def shares_no_word(query: str, texts: list[str]) -> bool:
     """A product query with a topic none of `texts` (the found products' titles and
     categories) has a word of: "gift card" found chocolate bars, nearest by meaning only."""
-    wanted = _stems(query) - _NO_TOPIC_STEMS
-    return bool(wanted) and not any(wanted & _stems(text) for text in texts)
+    wanted = stems(query) - _NO_TOPIC_STEMS
+    return bool(wanted) and not any(wanted & stems(text) for text in texts)
 
 
 MEANT_SHARE = 0.6

@@ -364,6 +364,11 @@ def test_a_query_copied_from_the_routing_hint_is_an_error_result_for_the_model(d
     assert copies_the_hint("likely tools", hint, asked)
     for query in ("seasonal patterns", "lowest confidence seasonal", "", "Routing hint"):
         assert not copies_the_hint(query, "" if query == "Routing hint" else hint, asked)
+    # a plural of the user's word is the user's word (blind23: "likely patterns" was refused,
+    # and the 1.5B answered from nothing)
+    plural = "Routing hint: likely patterns. likely tools: search_patterns."
+    assert not copies_the_hint("likely patterns", plural, ["the pattern we're most sure of?"])
+    assert copies_the_hint("likely patterns", plural, ["what are we most sure of?"])
 
     state = AgentRun([Message.user(q) for q in asked], lambda event: None, hint=hint)
     calls = [

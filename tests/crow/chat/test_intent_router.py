@@ -365,22 +365,26 @@ def test_a_follow_up_that_only_swaps_what_it_asks_about(question, substitutes):
 
 
 @pytest.mark.parametrize(
-    ("question", "confidence", "least"),
+    ("question", "confidence", "least", "ranked"),
     [
-        ("which anomaly pattern has the lowest confidence?", True, True),
-        ("which anomaly pattern has the lowest confidnce?", True, True),  # misspelled
-        ("which trend are we most confident about?", True, False),
-        ("what's the conference schedule?", False, False),
-        ("which products are configured for pickup?", False, False),
+        ("which anomaly pattern has the lowest confidence?", True, True, True),
+        ("which anomaly pattern has the lowest confidnce?", True, True, True),  # misspelled
+        ("which trend are we most confident about?", True, False, True),
+        ("What's the pattern we're most confident about?", True, False, True),
+        ("how sure are you about that churn pattern?", True, False, False),
+        ("what's the conference schedule?", False, False, False),
+        ("which products are configured for pickup?", False, False, False),
     ],
 )
-def test_confidence_cues(question, confidence, least):
+def test_confidence_cues(question, confidence, least, ranked):
     """A confidence question leads the pattern results with the most (or least) confident;
-    "lowest confidnce" was read as none and answered with the most confident anomaly."""
-    from crow.chat.agent.cues import asks_confidence, asks_least_confident
+    "lowest confidnce" was read as none and answered with the most confident anomaly. One that
+    ranks ("most", "lowest") is told from one asking how sure a finding is."""
+    from crow.chat.agent.cues import asks_confidence, asks_least_confident, ranks_confidence
 
     assert asks_confidence(question) is confidence
     assert asks_least_confident(question) is least
+    assert ranks_confidence(question) is ranked
 
 
 def test_a_question_the_knowledge_base_nearly_restates_gets_the_knowledge_base_hint(demo):

@@ -700,6 +700,37 @@ def test_the_most_confident_pattern_of_the_kind_asked_about_is_read(demo, most, 
         assert out["in_words"].startswith(f"Most confident anomaly: {title} ")
 
 
+def test_the_most_confident_pattern_of_all_is_read_when_the_question_names_no_kind(demo):
+    """ "What's the pattern we're most confident about?": a 1.5B searched "likely patterns",
+    read six rows without the surest, and answered "likely a seasonal effect" (blind23). The
+    surest pattern of all (DuckDB) is added and leads. Asked how sure one finding is, or a
+    follow-up about the patterns just read, the query's rows are left as they are."""
+    import duckdb
+
+    from crow.chat.agent.tools import TOOLS_BY_NAME
+
+    glob = demo.lake.parquet_glob(ORG, "patterns")
+    with duckdb.connect() as con:
+        (title, confidence), runner_up = con.execute(
+            "SELECT title, confidence FROM read_parquet(?) ORDER BY confidence DESC LIMIT 2",
+            [glob],
+        ).fetchall()
+    assert confidence > runner_up[1]  # one surest pattern
+    tool, args = TOOLS_BY_NAME["search_patterns"], {"query": "sleeping bags", "limit": 6}
+    alone = asyncio.run(tool.invoke(args, ctx_for(demo))).content["patterns"]
+    assert title not in {p["title"] for p in alone}
+    asked = ctx_for(demo, question="What's the pattern we're most confident about?")
+    out = asyncio.run(tool.invoke(args, asked)).content
+    assert [p["title"] for p in out["patterns"]] == [title, *(p["title"] for p in alone)]
+    assert out["in_words"].startswith(f"Most confident: {title} (")
+    for question in (
+        "how sure are you about that sleeping bags pattern?",
+        "which one of those patterns are you most sure of?",
+    ):
+        out = asyncio.run(tool.invoke(args, ctx_for(demo, question=question))).content
+        assert {p["title"] for p in out["patterns"]} == {p["title"] for p in alone}
+
+
 def test_a_confidence_follow_up_ranks_the_kind_of_pattern_the_question_before_named(demo):
     """ "and which one has the lowest confidence?" after the most confident seasonal pattern:
     a 1.5B searched that pattern's title, and the least confident of every kind led."""
