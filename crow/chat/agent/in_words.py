@@ -8,13 +8,9 @@ import re
 from typing import Any
 
 from crow.chat.agent.context import ToolContext
-from crow.chat.agent.cues import (
-    asks_confidence,
-    asks_extreme,
-    asks_least_confident,
-    channels_named,
-)
+from crow.chat.agent.cues import channels_named
 from crow.chat.agent.passages import closest
+from crow.chat.agent.ranking_cues import asks_confidence, asks_extreme, asks_least_confident
 
 
 def compared_lead(c: dict[str, Any], question: str) -> str:

@@ -7,20 +7,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from crow.chat.agent.context import ToolContext
-from crow.chat.agent.cues import (
-    asks_confidence,
-    asks_extreme,
-    asks_least_confident,
-    is_follow_up,
-    names_patterns,
-    pattern_type_named,
-    ranks_confidence,
-)
+from crow.chat.agent.cues import is_follow_up, names_patterns, pattern_type_named
 from crow.chat.agent.in_words import (
     closest_pattern,
     extreme_alike,
     pattern_asked,
     patterns_in_words,
+)
+from crow.chat.agent.ranking_cues import (
+    asks_confidence,
+    asks_extreme,
+    asks_least_confident,
+    ranks_confidence,
 )
 from crow.chat.agent.sources import Source
 from crow.chat.agent.tool import ToolOutput

@@ -380,7 +380,11 @@ def test_confidence_cues(question, confidence, least, ranked):
     """A confidence question leads the pattern results with the most (or least) confident;
     "lowest confidnce" was read as none and answered with the most confident anomaly. One that
     ranks ("most", "lowest") is told from one asking how sure a finding is."""
-    from crow.chat.agent.cues import asks_confidence, asks_least_confident, ranks_confidence
+    from crow.chat.agent.ranking_cues import (
+        asks_confidence,
+        asks_least_confident,
+        ranks_confidence,
+    )
 
     assert asks_confidence(question) is confidence
     assert asks_least_confident(question) is least
