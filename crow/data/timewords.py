@@ -123,7 +123,15 @@ def resolve_range(
     """`since` gives the start of its span, `until` the end of its own (an instant: itself).
     With no `until` (or one that bounds nothing: "all time"), a calendar day or month in
     words is the whole of it: "November 30th" is that day ("since November 30th" runs to the
-    latest data). Asked "during October", a 1.5B wrote since "october", until "all time"."""
+    latest data). Asked "during October", a 1.5B wrote since "october", until "all time".
+
+    A `since` that names the present ("now", "so far") starts nothing: asked "most popular
+    product right now?", a 1.5B wrote since and until "right now", a window with no time in
+    it. As of now is all the data, and so is an `until` of now with nothing before it."""
+    if _present(since):
+        since = None
+    if not since and _present(until):
+        until = None
     start, since_end = resolve(since, anchor)
     until_start, until_end = resolve(until, anchor)
     end = until_end or until_start
@@ -132,6 +140,10 @@ def resolve_range(
     if start and end and end <= start:
         raise TimeWordError(f"'until' ({_cut(until)}) must come after 'since' ({_cut(since)})")
     return start, end
+
+
+def _present(expr: str | None) -> bool:
+    return " ".join((expr or "").strip().lower().rstrip(".").split()) in _NOW
 
 
 def _names_one_span(expr: str | None) -> bool:

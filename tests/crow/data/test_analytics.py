@@ -133,6 +133,10 @@ def test_dates_and_ranges():
         == resolve_range("last week", "Up to now", ANCHOR)
         == week
     )
+    # a `since` that names the present starts nothing: all the data up to the latest
+    assert resolve_range("right now", "right now", ANCHOR) == (None, None)
+    assert resolve_range("Now", None, ANCHOR) == resolve_range("so far", "now", ANCHOR)
+    assert resolve_range(None, "to date", ANCHOR) == (None, None)
     with pytest.raises(TimeWordError, match="ISO date"):
         resolve("the other day-ish", ANCHOR)
     with pytest.raises(TimeWordError, match="after"):
