@@ -44,6 +44,7 @@ TRUTH_FILES = [
     ROOT / "benchmarks" / "truth_blind22.jsonl",
     ROOT / "benchmarks" / "truth_blind23.jsonl",
     ROOT / "benchmarks" / "truth_blind24.jsonl",
+    ROOT / "benchmarks" / "truth_blind25.jsonl",
 ]
 
 
