@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from difflib import SequenceMatcher
 from typing import Any
 
@@ -38,39 +38,7 @@ _DATE = re.compile(
     rf"|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}|\b\d{{1,2}}:\d\d\b",
     re.I,
 )
-_INTERACTIONS = re.compile(r"\binteractions?\b", re.I)
-# A lookup announced or handed to the user instead of made: "I'll search the knowledge base
-# for ...", "you can search the company's knowledge base for that".
-_ANNOUNCED = re.compile(
-    r"\b(?:(?:I'?ll|I will|let me|I need to|I'm going to|I am going to) (?:search|look up|check|"
-    r"call|use|query|find|look (?:at|into|for))|you (?:can|could|may|should) (?:search|look up|"
-    r"query) (?:the|our|in)\b|(?:you|we) (?:should|need to|would need to|must|have to|may want "
-    r"to|can|could) (?:consider|consult|refer to|check|look at|look in|review) (?:the|our|your) "
-    r"(?:company'?s |organi[sz]ation'?s )?(?:knowledge base|records|documents|policies))",
-    re.I,
-)
-# A call written out as text: `get_org_context {"query": ...}` (a made-up or real tool name).
-_CALL_AS_TEXT = re.compile(r"(?m)^\W{0,3}[a-z]+_[a-z_]*[a-z][ \t]*[({]")
-# "Nothing there" said without a lookup: "No product named X found", "not provided in the data",
-# "No information provided.", "No tools found."
-_ABSENCE = re.compile(
-    r"\b(?:not found|(?:could|can)(?:n[o']?t| not) find|unable to find|no (?:products?|items?|"
-    r"documents?|patterns?|records?|data|information|results?|tools?) (?:named|called|matching|"
-    r"found|available|about|on|provided|given)|not (?:provided|available|listed|included) in)\b",
-    re.I,
-)
-# A fact as an answer states one: a figure with a unit or currency ("$10", "7-10 business
-# days", "20%", "-18 °C", "9 pm"), a store's number ("store 1"), or a number of two or more
-# digits ("14 stores"). A lone digit ("I can answer 3 kinds of questions") and a list's
-# numbering are not.
-_FACT_FIGURE = re.compile(
-    r"[$€£]\s?\d[\d,.]*|\b(?:store|location|branch|aisle) ?#?\d+\b|\d\s*(?:%|percent\b|°|degrees?\b|(?:business |working )?(?:days?|hours?|"
-    r"weeks?|months?|years?|minutes?)\b|usd\b|dollars?\b|eur\b|[ap]\.?m\b\.?)"
-    r"|(?<![\w.,])\d[\d,.]*\d(?![\w])",
-    re.I,
-)
 _NUMBER = re.compile(r"\d[\d,.]*")
-_LIST_NUMBER = re.compile(r"(?m)^[ \t]*\d{1,2}[.)][ \t]")
 _BOLD = re.compile(r"\*\*([^*\n]{3,80})\*\*(\s*:)?")
 _WORD = re.compile(r"[a-z][a-z0-9]{2,}")
 _TITLE_WORD = re.compile(r"[A-Z0-9][\w'-]*")
@@ -98,30 +66,6 @@ def answer_problem(text: str, outputs: Outputs, question: str = "") -> str | Non
         return misplaced
     if names := invented_names(text, outputs, question):
         return f"Your answer names {', '.join(repr(n) for n in names)}, which no tool returned."
-    return None
-
-
-def unsourced_answer(text: str, tools: Collection[str]) -> str | None:
-    """Why an answer given with no tool run for the question needs one, or None: it states a
-    fact (a figure with a unit, a price, a number: a small model answers a knowledge-base
-    question from nothing, or copies an earlier answer's count into a follow-up about
-    another channel), says the data has nothing ("No product named X found"), announces or
-    hands over a lookup it did not make ("you should consider the company's knowledge
-    base"), or writes out or talks about a tool instead of
-    calling it. Small talk states none of these."""
-    if named := sorted(name for name in tools if name in text):
-        return f"describes {named[0]} instead of calling it"
-    if written := _CALL_AS_TEXT.search(text):
-        return f"writes the call {written.group(0).strip()!r} as text instead of making it"
-    plain = _LIST_NUMBER.sub(" ", text.replace("*", ""))
-    if figure := _FACT_FIGURE.search(plain):
-        return f"states {figure.group(0)!r} with no tool behind it"
-    if _INTERACTIONS.search(plain) and (number := re.search(r"\d[\d,.]*", plain)):
-        return f"states {number.group(0)!r} about interactions with no tool behind it"
-    if announced := _ANNOUNCED.search(plain):
-        return f"says {announced.group(0)!r} but called nothing"
-    if absent := _ABSENCE.search(plain):
-        return f"says {absent.group(0)!r} without having looked"
     return None
 
 

@@ -5,9 +5,9 @@ and calls tools (run in parallel) or answers. At most ``max_iterations`` steps; 
 when a step fails or only repeats calls, one plain call answers from what was gathered.
 Small models get help they read (``hints``, crow.chat.agent.guidance), never decisions. An
 answer given with no tool run for the question that claims data with nothing behind it
-(checks.unsourced_answer: a count, "nothing found", a lookup announced or described but not
-made), or with guidance one for which the routing hint named tools, is asked again once, a
-call required (the model picks which, and its arguments). A checked answer
+(unsourced.unsourced_answer: a count, "nothing found", a lookup announced or described but not
+made), or with guidance one for which the routing hint named tools, or after calls that all
+failed one that states a fact, is asked again once, a call required (the model picks which, and its arguments). A checked answer
 (crow.chat.agent.checks) that fails gets one correction; failing again, it is composed from
 the results and says so (``fallback: "composed"``). Text streams as ``text_delta`` events;
 ``text_replaced`` carries a final text that differs from what was shown; footnotes last.
@@ -28,7 +28,6 @@ from crow.chat.agent.checks import (
     answer_problem,
     for_correction,
     short_of_question,
-    unsourced_answer,
 )
 from crow.chat.agent.compose import ECHO_STOPS, compose
 from crow.chat.agent.config import AgentConfig
@@ -40,6 +39,7 @@ from crow.chat.agent.sources import Source, select_sources, with_footnotes
 from crow.chat.agent.step import AgentRun, stream_step
 from crow.chat.agent.tool import Tool
 from crow.chat.agent.tools import TOOLS
+from crow.chat.agent.unsourced import stated_fact, unsourced_answer
 from models.chat import ChatModel
 from models.errors import ModelError
 from models.messages import AssistantTurn, Message, ModelParams
@@ -129,7 +129,7 @@ class Agent:
         when the model only repeats calls already answered or reaches the iteration limit."""
         for _ in range(self.config.max_iterations):
             # asked again below (an answer with no tool behind it): a call must come
-            turn = await self._step(run, tools=True, required=run.nudged and not run.outputs)
+            turn = await self._step(run, tools=True, required=run.nudged and not run.found)
             if turn.invalid_tool_calls and not turn.tool_calls:
                 run.messages.append(turn.to_message())
                 run.messages.append(
@@ -140,7 +140,7 @@ class Agent:
             if turn.tool_calls and not fresh:
                 return None, "repeated_call"
             if not fresh:
-                if run.outputs or run.nudged or not (problem := self._unsourced(run, turn.text)):
+                if run.nudged or not (problem := self._unsourced(run, turn.text)):
                     return turn.text, None
                 # Once: the same step again, a call required. The answer is not kept: after
                 # it and a correction, the 1.5B wrote the earlier question's channel again.
@@ -158,7 +158,12 @@ class Agent:
 
     def _unsourced(self, run: AgentRun, text: str) -> str | None:
         """Why an answer given with no tool run needs one: it claims data with nothing
-        behind it, or (guidance) the routing hint named tools for the question."""
+        behind it, or (guidance) the routing hint named tools for the question. After calls
+        that all failed, only a fact it states (a 1.5B whose query was refused stated one)."""
+        if run.found or (run.outputs and not (stated := stated_fact(text))):
+            return None
+        if run.outputs:
+            return f"states {stated!r} after every call failed"
         if problem := unsourced_answer(text, self.tools):
             return problem
         return (

@@ -38,6 +38,11 @@ class AgentRun:
     hinted: tuple[str, ...] = ()  # the tools the routing hint named (guidance only)
     hint: str = ""  # the routing hint's line (guidance only)
 
+    @property
+    def found(self) -> bool:
+        """Whether a tool call returned data (not an error)."""
+        return any("error" not in content for _, content in self.outputs)
+
 
 async def stream_step(
     model: ChatModel, specs: Sequence[ToolSpec], run: AgentRun, params: ModelParams

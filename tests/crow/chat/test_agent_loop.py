@@ -349,6 +349,31 @@ def test_a_count_with_no_tool_behind_it_is_asked_again_once_with_a_call_required
     greeting.assert_complete()  # states no fact: not asked again
 
 
+def test_a_figure_stated_after_every_call_failed_is_asked_again_with_a_call_required(demo):
+    """A 1.5B whose only call failed (a query refused, an unknown tool) answered with a count
+    anyway: it is asked again, a call required. Saying the data could not be read is kept."""
+    failed = call("get_interaction_totals")  # no such tool: an error result
+    model = ScriptedChatModel(
+        [
+            failed,
+            AssistantTurn(text="You had 549 interactions on the web."),
+            call("get_interaction_summary", cid="c2", channel="web"),
+            AssistantTurn(text="Done."),
+        ]
+    )
+    answer = run(Agent(model), ctx_for(demo), "How many on the web?")
+    model.assert_complete()
+    assert model.calls[2].params.tool_choice == "required"
+    assert [s["ok"] for s in answer.tool_steps] == [False, True]
+    assert answer.content == "Done."
+    honest = ScriptedChatModel(
+        [failed, AssistantTurn(text="Sorry, I could not read the interaction data.")]
+    )
+    answer = run(Agent(honest), ctx_for(demo), "How many on the web?")
+    honest.assert_complete()
+    assert answer.content.startswith("Sorry")
+
+
 def test_a_query_copied_from_the_routing_hint_is_an_error_result_for_the_model(demo):
     """A 1.5B searched the patterns for "Routing hint" after "and which one has the lowest
     confidence?": such a call is not run; its result tells the model to write the query from

@@ -9,10 +9,10 @@ import json
 
 import pytest
 
-from crow.chat.agent.checks import unsourced_answer
 from crow.chat.agent.loop import Agent
 from crow.chat.agent.pattern_search import search_patterns
 from crow.chat.agent.tool_args import PatternArgs
+from crow.chat.agent.unsourced import unsourced_answer
 from models.messages import AssistantTurn, Message
 from models.testing import ScriptedChatModel
 from tests.agent_support import call, ctx_for, run
