@@ -63,6 +63,8 @@ the earlier question)
 - after a search for X, "which of those mention Y?" -> search_interactions {"query": "X Y"}
 - after "what is our policy on X?", "and for Y?" -> search_org_context {"query": "X policy \
 for Y"} (a follow-up's query keeps what the earlier question asked)
+- after "our most popular X?", "and in Y?" -> search_products {"query": "Y", "sort": \
+"popularity"} (Y takes X's place; the ranking is kept)
 - "good morning!", "thank you!" -> no tool; reply briefly.
 A question that asks two things gets a call for each, both in one reply, as a list; e.g. \
 "how many store camera events last month, and what is our return policy?":
