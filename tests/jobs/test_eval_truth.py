@@ -45,6 +45,7 @@ TRUTH_FILES = [
     ROOT / "benchmarks" / "truth_blind23.jsonl",
     ROOT / "benchmarks" / "truth_blind24.jsonl",
     ROOT / "benchmarks" / "truth_blind25.jsonl",
+    ROOT / "benchmarks" / "truth_blind26.jsonl",
 ]
 
 
