@@ -122,8 +122,10 @@ def resolve_range(
 ) -> tuple[datetime | None, datetime | None]:
     """`since` gives the start of its span, `until` the end of its own (an instant: itself).
     With no `until` (or one that bounds nothing: "all time"), a calendar day or month in
-    words is the whole of it: "November 30th" is that day ("since November 30th" runs to the
-    latest data). Asked "during October", a 1.5B wrote since "october", until "all time".
+    words, or "yesterday", is the whole of it: "November 30th" is that day ("since November
+    30th" runs to the latest data). Asked "during October", a 1.5B wrote since "october",
+    until "all time"; asked "yesterday", since "yesterday" alone (counted up to the latest
+    data, it also counted today).
 
     A `since` that names the present ("now", "so far") starts nothing: asked "most popular
     product right now?", a 1.5B wrote since and until "right now", a window with no time in
@@ -147,8 +149,9 @@ def _present(expr: str | None) -> bool:
 
 
 def _names_one_span(expr: str | None) -> bool:
-    m = _CALENDAR.match(" ".join((expr or "").strip().lower().rstrip(".").split()))
-    return m is not None and not m["open"]
+    text = " ".join((expr or "").strip().lower().rstrip(".").split())
+    m = _CALENDAR.match(text)
+    return text == "yesterday" or (m is not None and not m["open"])
 
 
 def _calendar(text: str, anchor: datetime) -> tuple[datetime, datetime] | None:

@@ -133,6 +133,11 @@ def test_dates_and_ranges():
         == resolve_range("last week", "Up to now", ANCHOR)
         == week
     )
+    # "yesterday" alone is that day, not yesterday and today (blind25: three counts)
+    day_before = (datetime(2026, 11, 27, tzinfo=UTC), datetime(2026, 11, 28, tzinfo=UTC))
+    assert resolve_range("Yesterday", None, ANCHOR) == day_before
+    assert resolve_range("yesterday", "all time", ANCHOR) == day_before
+    assert resolve_range("yesterday", "now", ANCHOR)[1] == ANCHOR + timedelta(microseconds=1)
     # a `since` that names the present starts nothing: all the data up to the latest
     assert resolve_range("right now", "right now", ANCHOR) == (None, None)
     assert resolve_range("Now", None, ANCHOR) == resolve_range("so far", "now", ANCHOR)
