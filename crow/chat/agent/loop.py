@@ -41,7 +41,7 @@ from crow.chat.agent.tool import Tool
 from crow.chat.agent.tools import TOOLS
 from crow.chat.agent.unsourced import stated_fact, unsourced_answer
 from models.chat import ChatModel
-from models.errors import ModelError
+from models.errors import ModelError, PromptTooLong
 from models.messages import AssistantTurn, Message, ModelParams
 from models.toolparse import retry_message
 
@@ -99,7 +99,7 @@ class Agent:
             log.warning("agent loop failed (%s); falling back to a plain call", exc)
             fallback = f"error: {type(exc).__name__}"
         if text is None:
-            text = (await self._step(run, tools=False)).text
+            text, fallback = await self._plain(run, fallback)
         text, fallback = await self._checked(run, text, fallback)
         sources = select_sources(text, run.returned)
         text = with_footnotes(text, ())  # the answer as stored, before its footnotes
@@ -156,6 +156,22 @@ class Agent:
                 run.emit({"type": "tool_call_finished", **step})
         return None, "max_iterations"
 
+    async def _plain(self, run: AgentRun, fallback: str | None) -> tuple[str, str | None]:
+        """The plain call's answer; over the prompt budget, without the tools' specs (they
+        stay offered otherwise, for the prompt cache); if it fails still, one composed from
+        what the tools found (a first question whose results outgrew the local model's
+        prompt budget had no answer)."""
+        try:
+            try:
+                return (await self._step(run, tools=False)).text, fallback
+            except PromptTooLong:
+                return (await self._step(run, tools=False, offered=False)).text, fallback
+        except ModelError as exc:
+            if not run.found:
+                raise
+            log.warning("the plain call failed too (%s); composing the answer", exc)
+            return compose(run.outputs), "composed"
+
     def _unsourced(self, run: AgentRun, text: str) -> str | None:
         """Why an answer given with no tool run needs one: it claims data with nothing
         behind it, or (guidance) the routing hint named tools for the question. After calls
@@ -182,7 +198,7 @@ class Agent:
         problem = answer_problem(text, run.outputs, question) or short_of_question(
             text, run.outputs, run.messages, question, run.returned
         )
-        if problem is None or not run.outputs:
+        if problem is None or not run.outputs or fallback == "composed":
             return text, fallback
         log.info("answer check failed (%s): %.200r", problem, text)
         run.messages = for_correction(run.messages, problem)
@@ -193,7 +209,14 @@ class Agent:
             log.info("corrected answer failed too (%s): %.200r", problem, text)
         return compose(run.outputs), "composed"
 
-    async def _step(self, run: AgentRun, *, tools: bool, required: bool = False) -> AssistantTurn:
+    async def _step(
+        self,
+        run: AgentRun,
+        *,
+        tools: bool,
+        required: bool = False,
+        offered: bool = True,
+    ) -> AssistantTurn:
         # The tools stay offered when the step may not call them (tool_choice "none"), so a
         # model's prompt cache covers the answer step too.
         params = ModelParams(
@@ -202,4 +225,4 @@ class Agent:
             tool_choice=("required" if required else "auto") if tools else "none",
             stop=ECHO_STOPS if run.outputs else (),  # don't wait for a copy of the results
         )
-        return await stream_step(self.model, self.specs, run, params)
+        return await stream_step(self.model, self.specs if offered else (), run, params)

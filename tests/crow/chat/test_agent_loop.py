@@ -13,7 +13,7 @@ import pytest
 from crow.chat.agent.config import AgentConfig
 from crow.chat.agent.loop import Agent
 from crow.services import ThreadProxy
-from models.errors import ModelTimeout
+from models.errors import ModelTimeout, PromptTooLong
 from models.messages import AssistantTurn, InvalidToolCall, Message, ToolCall
 from models.testing import ScriptedChatModel
 from tests.agent_support import call, ctx_for, run
@@ -184,6 +184,28 @@ def test_a_model_failure_falls_back_and_invalid_calls_get_a_retry_message(demo):
     answer = run(Agent(model), ctx_for(demo))
     assert "limit must be <= 20" in model.calls[1].messages[-1].content
     assert answer.fallback == "error: ModelTimeout" and answer.content == "Fallback answer."
+
+
+def test_results_past_the_prompt_budget_are_answered_composed_not_with_an_error(demo):
+    """blind26: after a product ranking, the step and the plain call were both refused as
+    over the local model's prompt budget, and the question had no answer. The plain call is
+    tried again without the tools' specs; refused still, the answer is composed from the
+    results and says so; with no results, the error stands."""
+    too_long = PromptTooLong("the prompt has 3591 tokens, over the budget of 3072")
+    ranked = call("search_products", query="", sort="popularity")
+    model = ScriptedChatModel([ranked, too_long, too_long, too_long])
+    answer = run(Agent(model), ctx_for(demo), "our 3 most popular products?")
+    model.assert_complete()
+    assert [len(c.tools) for c in model.calls[2:]] == [5, 0]
+    assert answer.fallback == "composed"
+    assert answer.tool_steps[0]["ok"] and answer.sources
+    assert answer.sources[0].title in answer.content
+    fits = ScriptedChatModel([ranked, too_long, too_long, AssistantTurn(text="Short.")])
+    short = run(Agent(fits), ctx_for(demo), "top 3?")
+    assert short.content.startswith("Short.") and short.fallback == "error: PromptTooLong"
+    refused = ScriptedChatModel([too_long, too_long, too_long])
+    with pytest.raises(PromptTooLong):
+        run(Agent(refused), ctx_for(demo), "hi")
 
 
 def test_the_same_query_text_is_embedded_once(demo):
