@@ -43,6 +43,7 @@ from crow.settings import AppSettings
 from jobs import truth as truths
 from jobs.grading import grade, load_questions, numbers_in, summarize, summary_table
 from models.chat import ChatModel
+from models.errors import ModelError
 from models.messages import Message
 
 DEFAULT_FILE = Path(__file__).resolve().parents[2] / "shared" / "evals" / "queries.jsonl"
@@ -121,12 +122,15 @@ async def evaluate_question(
 async def _ask(
     answerer: Answerer, messages: list[Message], env: EvalOrg, ctx: ToolContext | None = None
 ) -> Any:
-    """The agent's answer, or what a user would get after the time limit: nothing."""
+    """The agent's answer, or what a user would get after the time limit or a model's error:
+    nothing (one question's error is a miss, not the end of a 40-minute run)."""
     try:
         async with asyncio.timeout(env.answer_timeout_s):
             return await answerer(list(messages), ctx or env.context())
     except TimeoutError:  # a miss, whatever it had called
         return Unanswered(error=f"no answer within {env.answer_timeout_s:g}s")
+    except ModelError as exc:
+        return Unanswered(error=f"{type(exc).__name__}: {exc}"[:300])
 
 
 def prepare_all(

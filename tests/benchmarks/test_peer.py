@@ -14,6 +14,7 @@ from crow.chat.agent.loop import Agent
 from crow.chat.agent.prompts import opening
 from crow.chat.agent.tools import TOOLS
 from jobs.eval import EvalOrg, evaluate_question
+from models.errors import PromptTooLong
 from models.messages import AssistantTurn, InvalidToolCall, Message, ModelParams, ToolCall
 from models.testing import ScriptedChatModel
 from tests.demo_env import build_demo_env
@@ -173,6 +174,16 @@ def test_an_agent_that_does_not_answer_in_time_is_graded_no_answer(demo):
     row = asyncio.run(evaluate_question(stuck, COUNT, env))
     assert row["tools_ok"] is False and row["grounded"] is False
     assert row["error"] == "no answer within 0.2s" and row["latency_s"] < 2
+
+
+def test_an_agent_whose_model_fails_is_graded_no_answer_and_the_run_goes_on(demo):
+    """blind26's first run ended at its eleventh question on a PromptTooLong the agent
+    raised: a model's error is that question's miss."""
+    from jobs.eval import evaluate_question
+
+    refused = ScriptedChatModel([PromptTooLong("over the budget")] * 3)
+    row = asyncio.run(evaluate_question(Agent(refused).run, COUNT, EvalOrg(demo, ORG)))
+    assert row["error"] == "PromptTooLong: over the budget" and not row["tools_ok"]
 
 
 def test_a_count_for_the_asked_filters_is_graded_grounded(demo, env):
