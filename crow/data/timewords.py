@@ -105,9 +105,9 @@ def _resolve(expr: str | None, anchor: datetime) -> tuple[datetime | None, datet
         return datetime(anchor.year, 1, 1, tzinfo=UTC), end
     if text in {"this month", "month to date"}:
         return anchor.replace(day=1, hour=0, minute=0, second=0, microsecond=0), end
-    if day := _calendar(" ".join(text.split()), anchor):
+    if day := _calendar(_normal(expr), anchor):
         return day
-    m = _SPAN.match(" ".join(text.split()))
+    m = _SPAN.match(_normal(expr))
     if m and (m["n"] or (m["w"] or "one") in _WORDS_N):
         n = int(m["n"]) if m["n"] else _WORDS_N[m["w"] or "one"]
         return anchor - timedelta(days=n * _UNITS[m["unit"]]), end
@@ -144,12 +144,17 @@ def resolve_range(
     return start, end
 
 
+def _normal(expr: str | None) -> str:
+    """`expr` lower-cased, its spaces single, without a final full stop."""
+    return " ".join((expr or "").strip().lower().rstrip(".").split())
+
+
 def _present(expr: str | None) -> bool:
-    return " ".join((expr or "").strip().lower().rstrip(".").split()) in _NOW
+    return _normal(expr) in _NOW
 
 
 def _names_one_span(expr: str | None) -> bool:
-    text = " ".join((expr or "").strip().lower().rstrip(".").split())
+    text = _normal(expr)
     m = _CALENDAR.match(text)
     return text == "yesterday" or (m is not None and not m["open"])
 

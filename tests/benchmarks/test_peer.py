@@ -179,8 +179,6 @@ def test_an_agent_that_does_not_answer_in_time_is_graded_no_answer(demo):
 def test_an_agent_whose_model_fails_is_graded_no_answer_and_the_run_goes_on(demo):
     """blind26's first run ended at its eleventh question on a PromptTooLong the agent
     raised: a model's error is that question's miss."""
-    from jobs.eval import evaluate_question
-
     refused = ScriptedChatModel([PromptTooLong("over the budget")] * 3)
     row = asyncio.run(evaluate_question(Agent(refused).run, COUNT, EvalOrg(demo, ORG)))
     assert row["error"] == "PromptTooLong: over the budget" and not row["tools_ok"]

@@ -5,12 +5,13 @@ and calls tools (run in parallel) or answers. At most ``max_iterations`` steps; 
 when a step fails or only repeats calls, one plain call answers from what was gathered.
 Small models get help they read (``hints``, crow.chat.agent.guidance), never decisions. An
 answer given with no tool run for the question that claims data with nothing behind it
-(unsourced.unsourced_answer: a count, "nothing found", a lookup announced or described but not
-made), or with guidance one for which the routing hint named tools, or after calls that all
-failed one that states a fact, is asked again once, a call required (the model picks which, and its arguments). A checked answer
-(crow.chat.agent.checks) that fails gets one correction; failing again, it is composed from
-the results and says so (``fallback: "composed"``). Text streams as ``text_delta`` events;
-``text_replaced`` carries a final text that differs from what was shown; footnotes last.
+(unsourced.unsourced_answer: a count, "nothing found", a lookup announced or described but
+not made), or with guidance one for which the routing hint named tools, or after calls that
+all failed one that states a fact, is asked again once, a call required (the model picks
+which, and its arguments). A checked answer (crow.chat.agent.checks) that fails gets one
+correction; failing again, it is composed from the results and says so (``fallback:
+"composed"``). Text streams as ``text_delta`` events; ``text_replaced`` carries a final text
+that differs from what was shown; footnotes last.
 """
 
 from __future__ import annotations
@@ -176,10 +177,11 @@ class Agent:
         """Why an answer given with no tool run needs one: it claims data with nothing
         behind it, or (guidance) the routing hint named tools for the question. After calls
         that all failed, only a fact it states (a 1.5B whose query was refused stated one)."""
-        if run.found or (run.outputs and not (stated := stated_fact(text))):
+        if run.found:
             return None
         if run.outputs:
-            return f"states {stated!r} after every call failed"
+            stated = stated_fact(text)
+            return f"states {stated!r} after every call failed" if stated else None
         if problem := unsourced_answer(text, self.tools):
             return problem
         return (
