@@ -46,6 +46,7 @@ TRUTH_FILES = [
     ROOT / "benchmarks" / "truth_blind24.jsonl",
     ROOT / "benchmarks" / "truth_blind25.jsonl",
     ROOT / "benchmarks" / "truth_blind26.jsonl",
+    ROOT / "benchmarks" / "truth_blind27.jsonl",
 ]
 
 
