@@ -555,6 +555,27 @@ def test_a_part_the_knowledge_base_restates_adds_it_to_the_hint(demo):
     assert "likely tools: search_products and search_org_context (it asks 2 things" in hint
 
 
+def test_a_part_of_a_request_needs_a_less_close_knowledge_base_match(demo, monkeypatch):
+    """A clause is short and its nearest knowledge-base sentence less close than a whole
+    question's: at 0.62 ("... and remind me what the minimum order is for free delivery"), a
+    part adds the knowledge base to the hint, a whole question keeps the router's reading."""
+    from crow.chat.agent import guidance as guidance_module
+
+    async def match(ctx, text):
+        return 0.62
+
+    monkeypatch.setattr(guidance_module, "knowledge_base_match", match)
+    guidance = guidance_module.Guidance(timeout_s=5)
+    guidance.router = RecordingRouter(Route(("products",), 0.8))
+    whole = "what's the minimum order for free delivery?"
+    assert asyncio.run(guidance.hint(whole, ctx_for(demo))).tools == ("search_products",)
+    both = (
+        "what's the top selling household product, and what's the minimum order for free delivery?"
+    )
+    hint = asyncio.run(guidance.hint(both, ctx_for(demo)))
+    assert hint.tools == ("search_products", "search_org_context")
+
+
 def test_a_count_on_a_named_channel_is_not_hinted_to_the_knowledge_base(demo):
     """The org's profile names the org and its channels, so "how many social mentions did
     <org> get?" can come near it; a number of interactions on a channel is still a count."""
