@@ -5,10 +5,10 @@ and calls tools (run in parallel) or answers. At most ``max_iterations`` steps; 
 when a step fails or only repeats calls, one plain call answers from what was gathered.
 Small models get help they read (``hints``, crow.chat.agent.guidance), never decisions. An
 answer given with no tool run for the question that claims data with nothing behind it
-(unsourced.unsourced_answer: a count, "nothing found", a lookup announced or described but
-not made), or with guidance one for which the routing hint named tools, or after calls that
-all failed one that states a fact, is asked again once, a call required (the model picks
-which, and its arguments). A checked answer (crow.chat.agent.checks) that fails gets one
+(unsourced.needs_a_call: a count, "nothing found", a lookup announced or described but
+not made), or with guidance one for which the routing hint named tools, after calls that all
+failed one that states a fact, or after calls one that says a part "is not specified", is
+asked again once, a call required (the model picks which, and its arguments). A checked answer (crow.chat.agent.checks) that fails gets one
 correction; failing again, it is composed from the results and says so (``fallback:
 "composed"``). Text streams as ``text_delta`` events; ``text_replaced`` carries a final text
 that differs from what was shown; footnotes last.
@@ -40,7 +40,7 @@ from crow.chat.agent.sources import Source, select_sources, with_footnotes
 from crow.chat.agent.step import AgentRun, stream_step
 from crow.chat.agent.tool import Tool
 from crow.chat.agent.tools import TOOLS
-from crow.chat.agent.unsourced import stated_fact, unsourced_answer
+from crow.chat.agent.unsourced import needs_a_call
 from models.chat import ChatModel
 from models.errors import ModelError, PromptTooLong
 from models.messages import AssistantTurn, Message, ModelParams
@@ -130,7 +130,7 @@ class Agent:
         when the model only repeats calls already answered or reaches the iteration limit."""
         for _ in range(self.config.max_iterations):
             # asked again below (an answer with no tool behind it): a call must come
-            turn = await self._step(run, tools=True, required=run.nudged and not run.found)
+            turn = await self._step(run, tools=True, required=run.must_call)
             if turn.invalid_tool_calls and not turn.tool_calls:
                 run.messages.append(turn.to_message())
                 run.messages.append(
@@ -141,13 +141,15 @@ class Agent:
             if turn.tool_calls and not fresh:
                 return None, "repeated_call"
             if not fresh:
-                if run.nudged or not (problem := self._unsourced(run, turn.text)):
+                problem = None if run.nudged else needs_a_call(turn.text, run, self.tools)
+                if problem is None:
                     return turn.text, None
                 # Once: the same step again, a call required. The answer is not kept: after
                 # it and a correction, the 1.5B wrote the earlier question's channel again.
-                log.info("no tool behind the answer (%s); asked again, a call required", problem)
-                run.nudged = True
+                log.info("answer needs a call (%s); asked again, a call required", problem)
+                run.nudged = run.must_call = True
                 continue
+            run.must_call = False
             run.messages.append(Message.assistant(turn.text, tuple(fresh)))
             for call in fresh:
                 run.emit(
@@ -172,23 +174,6 @@ class Agent:
                 raise
             log.warning("the plain call failed too (%s); composing the answer", exc)
             return compose(run.outputs), "composed"
-
-    def _unsourced(self, run: AgentRun, text: str) -> str | None:
-        """Why an answer given with no tool run needs one: it claims data with nothing
-        behind it, or (guidance) the routing hint named tools for the question. After calls
-        that all failed, only a fact it states (a 1.5B whose query was refused stated one)."""
-        if run.found:
-            return None
-        if run.outputs:
-            stated = stated_fact(text)
-            return f"states {stated!r} after every call failed" if stated else None
-        if problem := unsourced_answer(text, self.tools):
-            return problem
-        return (
-            f"answers without the tools the hint named ({', '.join(run.hinted)})"
-            if run.hinted
-            else None
-        )
 
     async def _checked(
         self, run: AgentRun, text: str, fallback: str | None

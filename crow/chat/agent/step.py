@@ -35,6 +35,7 @@ class AgentRun:
     tools_s: float = 0.0
     route_s: float = 0.0  # the guidance's routing hint
     nudged: bool = False  # an answer with no tool behind it was asked again (once)
+    must_call: bool = False  # ... and the step asked again must call a tool
     hinted: tuple[str, ...] = ()  # the tools the routing hint named (guidance only)
     hint: str = ""  # the routing hint's line (guidance only)
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
+from crow.chat.agent.step import AgentRun
+
 _INTERACTIONS = re.compile(r"\binteractions?\b", re.I)
 # A lookup announced or handed to the user instead of made: "I'll search the knowledge base
 # for ...", "you can search the company's knowledge base for that".
@@ -38,7 +40,31 @@ _FACT_FIGURE = re.compile(
     r"|(?<![\w.,])\d[\d,.]*\d(?![\w])",
     re.I,
 )
+# A part of the question the answer leaves open: "The minimum order for free delivery is not
+# specified in the given data." (a 1.5B that called the product search for "what's the top
+# selling household product, and what is the minimum order for free delivery").
+_LEFT_OPEN = re.compile(
+    r"\b(?:is|are|was|were) not (?:specified|mentioned|stated|provided|given|included)\b", re.I
+)
 _LIST_NUMBER = re.compile(r"(?m)^[ \t]*\d{1,2}[.)][ \t]")
+
+
+def needs_a_call(text: str, run: AgentRun, tools: Collection[str]) -> str | None:
+    """Why an answer needs a tool call first, or None. After calls that found data, a part
+    it says the results leave open; after calls that all failed, a fact it states (a 1.5B
+    whose query was refused stated one); with no call, a claim of data with nothing behind
+    it, or (guidance) the routing hint named tools for the question."""
+    if run.found:
+        said = left_open(text)
+        return f"says a part {said!r} without a call for it" if said else None
+    if run.outputs:
+        stated = stated_fact(text)
+        return f"states {stated!r} after every call failed" if stated else None
+    if problem := unsourced_answer(text, tools):
+        return problem
+    if run.hinted:
+        return f"answers without the tools the hint named ({', '.join(run.hinted)})"
+    return None
 
 
 def unsourced_answer(text: str, tools: Collection[str]) -> str | None:
@@ -61,6 +87,12 @@ def unsourced_answer(text: str, tools: Collection[str]) -> str | None:
     if absent := _ABSENCE.search(plain):
         return f"says {absent.group(0)!r} without having looked"
     return None
+
+
+def left_open(text: str) -> str | None:
+    """What an answer says the results did not give ("is not specified"), or None."""
+    found = _LEFT_OPEN.search(text.replace("*", ""))
+    return found.group(0) if found else None
 
 
 def stated_fact(text: str) -> str | None:

@@ -396,6 +396,31 @@ def test_a_figure_stated_after_every_call_failed_is_asked_again_with_a_call_requ
     assert answer.content.startswith("Sorry")
 
 
+def test_an_answer_that_leaves_a_part_unspecified_is_asked_again_with_a_call_required(demo):
+    """blind26: "what's the top selling household product, and remind me what the minimum order
+    is for free delivery" got one product search and "the minimum order ... is not specified
+    in the given data". Such an answer is asked again once, a call required; the answer after
+    the new call is kept. An answer that leaves nothing open is kept at once."""
+    products = call("search_products", query="household", sort="popularity")
+    model = ScriptedChatModel(
+        [
+            products,
+            AssistantTurn(text="Pods lead. The minimum order for free delivery is not specified."),
+            call("search_org_context", cid="c2", query="minimum order free delivery"),
+            AssistantTurn(text="Pods lead; delivery is free above the minimum order."),
+        ]
+    )
+    question = "top household product, and the minimum order for free delivery?"
+    answer = run(Agent(model), ctx_for(demo), question)
+    model.assert_complete()
+    assert model.calls[2].params.tool_choice == "required"
+    assert [s["name"] for s in answer.tool_steps] == ["search_products", "search_org_context"]
+    assert answer.content.startswith("Pods lead; delivery is free")
+    whole = ScriptedChatModel([products, AssistantTurn(text="Pods lead.")])
+    assert run(Agent(whole), ctx_for(demo), question).content.startswith("Pods lead.")
+    whole.assert_complete()
+
+
 def test_a_query_copied_from_the_routing_hint_is_an_error_result_for_the_model(demo):
     """A 1.5B searched the patterns for "Routing hint" after "and which one has the lowest
     confidence?": such a call is not run; its result tells the model to write the query from
