@@ -225,7 +225,7 @@ class Guidance:
             (route is None or not route.small_talk)
             and not ranks_products(question)
             and not counts_a_channel(question)
-            and await self._in_knowledge_base(question, ctx)
+            and await self._in_knowledge_base(question, ctx, self.kb_match)
         ):
             return Hint(f"{_HINT}{KB_HINT}", ("search_org_context",))
         if route is None or route.abstained:
@@ -248,11 +248,9 @@ class Guidance:
                 return True
         return False
 
-    async def _in_knowledge_base(
-        self, question: str, ctx: ToolContext, least: float | None = None
-    ) -> bool:
-        """Whether a sentence of the org's own knowledge base nearly restates the question
-        ("How many local farms do we buy from?" / "We buy from over 180 local farms ..."): the
+    async def _in_knowledge_base(self, question: str, ctx: ToolContext, least: float) -> bool:
+        """Whether a sentence of the org's own knowledge base restates the question (cosine
+        ≥ `least`: "How many local farms do we buy from?" / "We buy from over 180 local farms"): the
         router's examples know how questions are worded, the knowledge base what it holds."""
         try:
             async with asyncio.timeout(self.timeout_s):
@@ -260,7 +258,7 @@ class Guidance:
         except Exception as exc:  # a hint only helps (an index still being built, say)
             log.warning("knowledge-base match failed (%s); no hint from it", exc)
             return False
-        return match >= (self.kb_match if least is None else least)
+        return match >= least
 
     async def _nearer_in_data(
         self, tools: tuple[str, ...], question: str, ctx: ToolContext
