@@ -46,6 +46,11 @@ _NOW = {"now", "right now", "present", "the present", "to date", "so far", "unti
         "till now", "up to now", "up to date"}  # fmt: skip
 
 
+# "so far" around a span repeats what the span says ("so far this month", "this year to
+# date"); alone it names the present (_NOW).
+_SO_FAR = re.compile(r"^so far,? (?=\S)|(?<=\S),? (?:so far|to date)$")
+
+
 class TimeWordError(ValueError):
     pass
 
@@ -77,7 +82,7 @@ def resolve(expr: str | None, anchor: datetime) -> tuple[datetime | None, dateti
 
 
 def _resolve(expr: str | None, anchor: datetime) -> tuple[datetime | None, datetime | None]:
-    text = (expr or "").strip().lower().rstrip(".")
+    text = _SO_FAR.sub("", (expr or "").strip().lower().rstrip("."))
     if text in _ALL:
         return None, None
     try:
@@ -88,7 +93,7 @@ def _resolve(expr: str | None, anchor: datetime) -> tuple[datetime | None, datet
         parsed = parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
         # A bare date names the whole day.
         return parsed, (parsed + timedelta(days=1) if len(text) == 10 else None)
-    end = anchor + timedelta(microseconds=1)
+    end = _end(anchor)
     if text in _NOW:
         return end, end
     if text in _RECENT:
@@ -113,7 +118,8 @@ def _resolve(expr: str | None, anchor: datetime) -> tuple[datetime | None, datet
         return anchor - timedelta(days=n * _UNITS[m["unit"]]), end
     raise TimeWordError(
         f"could not understand the time {_cut(expr)!r}: use an ISO date such as 2026-11-01, "
-        "or words such as 'last week', 'past 30 days', 'yesterday', 'November 30th', 'recent'"
+        "or words such as 'last week', 'past 30 days', 'yesterday', 'November 30th', 'recent' "
+        "(the week before last: since '2 weeks ago', until '1 week ago')"
     )
 
 
@@ -137,11 +143,20 @@ def resolve_range(
     start, since_end = resolve(since, anchor)
     until_start, until_end = resolve(until, anchor)
     end = until_end or until_start
+    if until_start and until_end and until_start < until_end == _end(anchor):
+        # a span up to the latest data ends where it starts: until "1 week ago" is that
+        # instant (with since "2 weeks ago", the week before last), not the latest data
+        end = until_start if _normal(until) != "today" else until_end
     if end is None and since_end and _names_one_span(since):
         end = since_end
     if start and end and end <= start:
         raise TimeWordError(f"'until' ({_cut(until)}) must come after 'since' ({_cut(since)})")
     return start, end
+
+
+def _end(anchor: datetime) -> datetime:
+    """The end of the data: just after its latest time."""
+    return (anchor if anchor.tzinfo else anchor.replace(tzinfo=UTC)) + timedelta(microseconds=1)
 
 
 def _normal(expr: str | None) -> str:

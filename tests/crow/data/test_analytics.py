@@ -148,6 +148,24 @@ def test_dates_and_ranges():
         resolve_range("2026-11-10", "2026-11-01", ANCHOR)
 
 
+def test_an_until_of_a_span_ends_where_the_span_starts_and_so_far_repeats_the_span():
+    # blind27: "the week before that" is since 2 weeks ago, until 1 week ago, not two weeks
+    week_before_last = (ANCHOR - timedelta(days=14), ANCHOR - timedelta(days=7))
+    assert resolve_range("2 weeks ago", "1 week ago", ANCHOR) == week_before_last
+    assert resolve_range("past 14 days", "past 7 days", ANCHOR) == week_before_last
+    month_start = datetime(2026, 11, 1, tzinfo=UTC)
+    assert resolve_range("2026-10-01", "this month", ANCHOR)[1] == month_start
+    # "today" as the end keeps today
+    assert resolve_range("last week", "today", ANCHOR)[1] == ANCHOR + timedelta(microseconds=1)
+    # "so far this month" is this month; "so far" alone is still the present
+    assert resolve("so far this month", ANCHOR) == resolve("This month so far.", ANCHOR)
+    assert resolve("so far this month", ANCHOR)[0] == month_start
+    assert resolve("this year to date", ANCHOR) == resolve("this year", ANCHOR)
+    assert resolve_range("so far", None, ANCHOR) == (None, None)
+    with pytest.raises(TimeWordError, match="1 week ago"):
+        resolve_range("2 weeks ago", "last week - 1 week", ANCHOR)
+
+
 def test_calendar_words_name_a_day_or_month_the_latest_before_the_anchor_without_a_year():
     nov_27 = (datetime(2026, 11, 27, tzinfo=UTC), datetime(2026, 11, 28, tzinfo=UTC))
     assert resolve("November 27th", ANCHOR) == resolve("on the 27th of Nov", ANCHOR) == nov_27
