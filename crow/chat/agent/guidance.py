@@ -67,10 +67,10 @@ for Y"} (a follow-up's query keeps what the earlier question asked)
 "popularity"} (Y takes X's place; the ranking is kept)
 - "good morning!", "thank you!" -> no tool; reply briefly.
 A question that asks two things gets a call for each, both in one reply, as a list; e.g. \
-"how many store camera events last month, and what is our return policy?":
+"how many store camera events this month, and what is our return policy?":
 ```json
 [
-  {"name": "get_interaction_summary", "arguments": {"channel": "cctv", "since": "last month"}},
+  {"name": "get_interaction_summary", "arguments": {"channel": "cctv", "since": "this month"}},
   {"name": "search_org_context", "arguments": {"query": "return policy"}}
 ]
 ```

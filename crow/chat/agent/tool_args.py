@@ -25,8 +25,8 @@ _ONLY_IF = " Leave it out unless the question names one."
 Since = Annotated[
     str | None,
     Field(
-        description="Start: the question's own time words as written ('past three weeks', "
-        "'last 30 days', 'November 30th': a day or month alone is all of it), 'all time', or an "
+        description="Start: the question's own time words as written ('this month', 'past three "
+        "weeks', 'last 30 days', 'November 30th': a day or month alone is all of it), 'all time', or an "
         "ISO date if the question writes one."
     ),
 ]
