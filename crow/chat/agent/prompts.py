@@ -32,7 +32,8 @@ def system_prompt() -> str:
         "Answer from the tool results only: state figures exactly as the tools give them, "
         "never invent products, patterns, documents or numbers, and say so when the tools "
         "found nothing. Answer in a sentence that says what the figure is, with its unit "
-        "(interactions, hours, days, USD, %). Be concise and use markdown (lists, tables) "
+        "(interactions, hours, days, USD, %). Name a product, pattern or document by its "
+        "title as the results write it. Be concise and use markdown (lists, tables) "
         "where it helps. Do not "
         "write a sources list yourself; it is added for you."
     )
