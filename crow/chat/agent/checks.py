@@ -145,9 +145,12 @@ def correction(problem: str) -> str:
 
 
 def looks_unusable(text: str) -> bool:
-    """Empty, or structured data / a tool call instead of prose."""
+    """Empty, or structured data / a tool call instead of prose, or cut off after a word or
+    two (blind29: a 1.5B wrote "The" and then a tool result, where generation stops)."""
     stripped = text.strip().strip("`").removeprefix("json").strip()
     if not stripped or any(stop in text for stop in ECHO_STOPS):
+        return True
+    if len(stripped.split()) <= 2 and stripped[-1].isalpha() and not _NUMBER.search(stripped):
         return True
     if stripped[0] in "{[":
         try:

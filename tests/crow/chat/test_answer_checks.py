@@ -275,6 +275,7 @@ def test_one_channels_count_for_a_question_about_all_gets_one_correction_round(d
         "To count them, use the `get_interaction_summary` function with no filters.",
         '```json\n{"total_interactions": 3000}\n```',
         "",
+        "The",  # cut off where it began to write a tool result out (blind29)
     ],
 )
 def test_an_answer_wrong_twice_is_composed_and_says_so(demo, text):
