@@ -42,6 +42,10 @@ _NUMBER = re.compile(r"\d[\d,.]*")
 _BOLD = re.compile(r"\*\*([^*\n]{3,80})\*\*(\s*:)?")
 _WORD = re.compile(r"[a-z][a-z0-9]{2,}")
 _TITLE_WORD = re.compile(r"[A-Z0-9][\w'-]*")
+# Words no answer ends with: one that does was cut off ("The", "Our total is").
+_UNFINISHED = frozenset({"the", "a", "an", "our", "your", "their", "its", "this", "these", "of",
+                         "to", "and", "or", "but", "is", "are", "was", "were", "with", "for",
+                         "in", "on", "at", "by", "from"})  # fmt: skip
 
 
 def answer_problem(text: str, outputs: Outputs, question: str = "") -> str | None:
@@ -145,12 +149,14 @@ def correction(problem: str) -> str:
 
 
 def looks_unusable(text: str) -> bool:
-    """Empty, or structured data / a tool call instead of prose, or cut off after a word or
-    two (blind29: a 1.5B wrote "The" and then a tool result, where generation stops)."""
+    """Empty, or structured data / a tool call instead of prose, or cut off in its first
+    words (blind29: a 1.5B wrote "The" and then a tool result, where generation stops; a
+    short reply such as "Yes" or "Done." is not cut off)."""
     stripped = text.strip().strip("`").removeprefix("json").strip()
     if not stripped or any(stop in text for stop in ECHO_STOPS):
         return True
-    if len(stripped.split()) <= 2 and stripped[-1].isalpha() and not _NUMBER.search(stripped):
+    words = stripped.casefold().split()
+    if len(words) <= 3 and words[-1] in _UNFINISHED:
         return True
     if stripped[0] in "{[":
         try:

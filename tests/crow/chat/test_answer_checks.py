@@ -35,6 +35,8 @@ def demo(tmp_path_factory):
         "From September 1 to November 29, 2026 you had **3,000** interactions.",
         "Your interactions run from September 1 to November 29, 2026.",
         "Between 2026-09-01 and 2026-11-29 (the 29th of Nov), 3,000 interactions; the last at 22:58.",
+        "**3,000**",
+        "3,000 in all",
     ],
 )
 def test_a_strong_model_style_answer_passes_every_check_unchanged(demo, text):
@@ -276,6 +278,7 @@ def test_one_channels_count_for_a_question_about_all_gets_one_correction_round(d
         '```json\n{"total_interactions": 3000}\n```',
         "",
         "The",  # cut off where it began to write a tool result out (blind29)
+        "Our total is",
     ],
 )
 def test_an_answer_wrong_twice_is_composed_and_says_so(demo, text):
