@@ -82,7 +82,7 @@ def resolve(expr: str | None, anchor: datetime) -> tuple[datetime | None, dateti
 
 
 def _resolve(expr: str | None, anchor: datetime) -> tuple[datetime | None, datetime | None]:
-    text = _SO_FAR.sub("", (expr or "").strip().lower().rstrip("."))
+    text = _SO_FAR.sub("", _normal(expr))
     if text in _ALL:
         return None, None
     try:
@@ -110,9 +110,9 @@ def _resolve(expr: str | None, anchor: datetime) -> tuple[datetime | None, datet
         return datetime(anchor.year, 1, 1, tzinfo=UTC), end
     if text in {"this month", "month to date"}:
         return anchor.replace(day=1, hour=0, minute=0, second=0, microsecond=0), end
-    if day := _calendar(_normal(expr), anchor):
+    if day := _calendar(text, anchor):
         return day
-    m = _SPAN.match(_normal(expr))
+    m = _SPAN.match(text)
     if m and (m["n"] or (m["w"] or "one") in _WORDS_N):
         n = int(m["n"]) if m["n"] else _WORDS_N[m["w"] or "one"]
         return anchor - timedelta(days=n * _UNITS[m["unit"]]), end

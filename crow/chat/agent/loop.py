@@ -10,8 +10,9 @@ not made), or with guidance one for which the routing hint named tools, after ca
 failed one that states a fact, or after calls one that says a part "is not specified", is
 asked again once, a call required (the model picks which, and its arguments). A checked
 answer (crow.chat.agent.checks) that fails gets one correction; failing again, it is
-composed from the results and says so (``fallback: "composed"``). Text streams as ``text_delta`` events; ``text_replaced`` carries a final text
-that differs from what was shown; footnotes last.
+composed from the results and says so (``fallback: "composed"``). Text streams as
+``text_delta`` events; ``text_replaced`` carries a final text that differs from what was
+shown; footnotes last.
 """
 
 from __future__ import annotations

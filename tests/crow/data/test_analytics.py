@@ -161,6 +161,8 @@ def test_an_until_of_a_span_ends_where_the_span_starts_and_so_far_repeats_the_sp
     assert resolve("so far this month", ANCHOR) == resolve("This month so far.", ANCHOR)
     assert resolve("so far this month", ANCHOR)[0] == month_start
     assert resolve("this year to date", ANCHOR) == resolve("this year", ANCHOR)
+    assert resolve("past 2 weeks so far", ANCHOR) == resolve("past  2 weeks", ANCHOR)
+    assert resolve("so far in November", ANCHOR) == resolve("November", ANCHOR)
     assert resolve_range("so far", None, ANCHOR) == (None, None)
     with pytest.raises(TimeWordError, match="1 week ago"):
         resolve_range("2 weeks ago", "last week - 1 week", ANCHOR)
