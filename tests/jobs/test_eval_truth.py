@@ -49,6 +49,7 @@ TRUTH_FILES = [
     ROOT / "benchmarks" / "truth_blind27.jsonl",
     ROOT / "benchmarks" / "truth_blind28.jsonl",
     ROOT / "benchmarks" / "truth_blind29.jsonl",
+    ROOT / "benchmarks" / "truth_blind30.jsonl",
 ]
 
 
