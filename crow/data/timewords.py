@@ -38,6 +38,20 @@ _CALENDAR = re.compile(
     + f"|{_MONTH.format('m3')})"
     + r"(?:,? (?P<year>\d{4}))?$"
 )
+# The month before the anchor's, as a whole: "how many last month?" asks for November, not
+# the last 30 days (blind28 and blind29: three questions, two writers). With "the" or "past"
+# it is a span up to now: "over the last month", "the past month" (_SPAN: 30 days).
+_PREVIOUS_MONTH = re.compile(
+    r"^(?:(?P<open>since|from|after) |(?:in|during|for|of) )?"
+    r"(?:last|previous|prior) (?:calendar )?month$"
+)
+# This month or year up to the latest data: "this month", "since the start of the month",
+# "from the beginning of this year".
+_THIS = re.compile(
+    r"^(?:(?:since|from|in|during|for) )?(?:(?:the )?(?:start|beginning) of (?:the |this )"
+    r"|this )(?P<unit>month|year)$"
+)
+_TO_DATE = {"year to date": "year", "ytd": "year", "month to date": "month"}
 _RECENT = {"recent", "recently", "lately", "latest", "new", "newest", "this week"}
 _ALL = {"", "all", "all time", "ever", "any", "anytime", "none", "null"}
 # The end of the data, an instant: a 1.5B counting "web interactions past 7 days?" wrote
@@ -106,12 +120,16 @@ def _resolve(expr: str | None, anchor: datetime) -> tuple[datetime | None, datet
     if re.fullmatch(r"(?:in )?\d{4}", text):  # a year names all of it: "2025", "in 2025"
         year = int(text[-4:])
         return datetime(year, 1, 1, tzinfo=UTC), datetime(year + 1, 1, 1, tzinfo=UTC)
-    if text in {"this year", "year to date", "ytd"}:
+    this = _TO_DATE.get(_normal(expr)) or ((m := _THIS.match(text)) and m["unit"])
+    if this == "year":
         return datetime(anchor.year, 1, 1, tzinfo=UTC), end
-    if text in {"this month", "month to date"}:
+    if this == "month":
         return anchor.replace(day=1, hour=0, minute=0, second=0, microsecond=0), end
     if day := _calendar(text, anchor):
         return day
+    if _PREVIOUS_MONTH.match(text):
+        this_month = anchor.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+        return (this_month - timedelta(days=1)).replace(day=1), this_month
     m = _SPAN.match(text)
     if m and (m["n"] or (m["w"] or "one") in _WORDS_N):
         n = int(m["n"]) if m["n"] else _WORDS_N[m["w"] or "one"]
@@ -128,7 +146,7 @@ def resolve_range(
 ) -> tuple[datetime | None, datetime | None]:
     """`since` gives the start of its span, `until` the end of its own (an instant: itself).
     With no `until` (or one that bounds nothing: "all time"), a calendar day or month in
-    words, or "yesterday", is the whole of it: "November 30th" is that day ("since November
+    words, "last month" or "yesterday", is the whole of it: "November 30th" is that day ("since November
     30th" runs to the latest data). Asked "during October", a 1.5B wrote since "october",
     until "all time"; asked "yesterday", since "yesterday" alone (counted up to the latest
     data, it also counted today).
@@ -170,7 +188,7 @@ def _present(expr: str | None) -> bool:
 
 def _names_one_span(expr: str | None) -> bool:
     text = _normal(expr)
-    m = _CALENDAR.match(text)
+    m = _CALENDAR.match(text) or _PREVIOUS_MONTH.match(text)
     return text == "yesterday" or (m is not None and not m["open"])
 
 

@@ -25,9 +25,10 @@ _ONLY_IF = " Leave it out unless the question names one."
 Since = Annotated[
     str | None,
     Field(
-        description="Start: the question's own time words as written ('this month', 'past three "
-        "weeks', 'last 30 days', 'November 30th': a day or month alone is all of it), 'all time', or an "
-        "ISO date if the question writes one."
+        description="Start: the question's own time words, word for word ('this month', 'since "
+        "the start of the month', 'over the past month', 'past three weeks', 'last 30 days', "
+        "'November 30th': a day or month alone is all of it, and 'last month' the calendar "
+        "month before this one), 'all time', or an ISO date if the question writes one."
     ),
 ]
 Until = Annotated[

@@ -82,13 +82,13 @@ def test_popularity_of_one_channel_and_period(analytics):
         ("recent", 7),
         ("last 30 days", 30),
         ("past 3 days", 3),
-        ("last month", 30),
+        ("over the last month", 30),
         ("in the last 24 hours", 1),
         ("Last Quarter", 91),
         ("past three weeks", 21),
         ("over the past two weeks", 14),
         ("this past week", 7),
-        ("since last month", 30),
+        ("the past month", 30),
         ("the last ten days", 10),
         ("a couple of weeks", 14),
         ("past fortnight", 14),
@@ -99,6 +99,23 @@ def test_relative_words_resolve_against_the_anchor(expr, days):
     start, end = resolve(expr, ANCHOR)
     assert ANCHOR - start == timedelta(days=days)
     assert end > ANCHOR
+
+
+def test_last_month_alone_is_the_calendar_month_before_the_anchors_and_this_month_its_own():
+    """Two set writers meant November by "last month"; "over the last month" stays 30 days."""
+    october = (datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 11, 1, tzinfo=UTC))
+    assert resolve_range("last month", None, ANCHOR) == october
+    assert resolve_range("Previous month", "all time", ANCHOR) == october
+    assert resolve_range("in last month", None, ANCHOR) == october
+    assert resolve_range("since last month", None, ANCHOR) == (october[0], None)
+    november = datetime(2026, 11, 1, tzinfo=UTC)
+    for words in ("since the start of the month", "month to date", "beginning of this month"):
+        assert resolve(words, ANCHOR)[0] == november, words
+    january = datetime(2027, 1, 15, 9, tzinfo=UTC)
+    assert resolve("last month", january) == (
+        datetime(2026, 12, 1, tzinfo=UTC),
+        datetime(2027, 1, 1, tzinfo=UTC),
+    )
 
 
 def test_words_that_name_no_number_are_refused_and_this_year_is_the_calendar_year():
