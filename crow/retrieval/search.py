@@ -20,7 +20,13 @@ from crow.data import duck
 from crow.data.analytics import Analytics
 from crow.data.lake import DataLake
 from crow.retrieval.index_build import DATASET_OF
-from indexes.filters import SearchFilter, allowed_positions, ids_table
+from indexes.filters import (
+    COLLECTION_COLUMNS,
+    SearchFilter,
+    allowed_positions,
+    build_where,
+    ids_table,
+)
 from indexes.store import COLLECTIONS, IndexNotFoundError, IndexStore
 from indexes.vector_index import IndexParams, VectorIndex
 
@@ -123,7 +129,9 @@ class SearchService:
     ) -> list[dict[str, Any]]:
         """Hits best first: id, score and the row's fields (products: interaction counts).
 
-        ``vector`` None (products, sort=popularity) ranks the whole catalog by popularity.
+        ``vector`` None ranks the whole catalog by popularity (products) or lists the newest
+        rows (interactions, patterns, documents): "what were people saying on social in the
+        past two weeks?" has no topic, and a 1.5B searched it with an empty query.
         ``counted`` (products): the interactions a product's counts and popularity count,
         those of one channel and time range ("most talked about on social last month").
         """
@@ -135,7 +143,7 @@ class SearchService:
             return []
         if vector is None:
             if collection != "products":
-                raise ValueError("a search without a query is only possible for products")
+                return self._newest(glob, collection, k, flt)
             return self._products_by_popularity(org_id, glob, k, flt, counted)
         loaded = self.index(org_id, collection)
         with duck.cursor() as con:
@@ -153,6 +161,21 @@ class SearchService:
                 out = [r for r in out if r["score"] >= floor]
                 out.sort(key=lambda r: (-r["interactions"]["total"], -r["score"]))
         return out[:k]
+
+    def _newest(
+        self, glob: str, collection: str, k: int, flt: SearchFilter
+    ) -> list[dict[str, Any]]:
+        where, params = build_where(collection, flt)
+        column = COLLECTION_COLUMNS[collection].timestamp
+        with duck.cursor() as con:
+            cur = con.execute(
+                f'SELECT p.* FROM read_parquet(?) p WHERE {where} ORDER BY p."{column}" DESC, '
+                "p.id LIMIT ?",
+                [glob, *params, k],
+            )
+            names = [d[0] for d in cur.description]
+            rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+        return [{**_jsonable(r), "score": None} for r in rows]
 
     def _rows(self, glob: str, ids: list[str]) -> dict[str, dict[str, Any]]:
         if not ids:

@@ -68,9 +68,11 @@ def refers_back(message: str) -> bool:
     return words <= REFERS_BACK_WORDS and _IT.search(message) is not None
 
 
+# "and what about" before "and": matched as "and", "and what about kayaks?" left a question
+# of its own ("what about kayaks?") and was read alone.
 _SUBSTITUTE = re.compile(
-    r"^\W*(?:(?:ok(?:ay)?|so|right)\W+)?(?:and|also|what about|how about|same for|what if|"
-    r"and what about|and how about|(?:and\s+)?(?:does|do|would|will) (?:that|this|it|the same|"
+    r"^\W*(?:(?:ok(?:ay)?|so|right)\W+)?(?:and what about|and how about|and|also|what about|"
+    r"how about|same for|what if|(?:and\s+)?(?:does|do|would|will) (?:that|this|it|the same|"
     r"those|these) (?:also |still )?(?:apply|go|count|work) (?:to|for))\b(?P<rest>.*)$",
     re.I,
 )

@@ -349,6 +349,8 @@ def test_follow_up_cues(question, follows):
         ("what about kayaks?", True),
         ("And on the web?", True),
         ("ok and if it came by home delivery?", True),
+        ("ok and what about kayaks and paddleboards, same window?", True),
+        ("And how about the cameras?", True),
         ("does that apply to kayaks too?", True),
         ("would the same go for gift cards?", True),
         ("and how much is it?", False),

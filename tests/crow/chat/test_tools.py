@@ -345,6 +345,25 @@ def test_an_empty_result_under_filters_says_what_to_try(demo):
     assert found.content["interactions"] and "note" not in found.content
 
 
+def test_an_interaction_search_with_no_topic_lists_the_newest_of_its_channel_and_period(demo):
+    """A question with no topic ("what were people saying on social in the past two weeks?"):
+    a 1.5B searched it with an empty query, got an error and answered with the count alone."""
+    import duckdb
+
+    from crow.chat.agent.tools import TOOLS_BY_NAME
+
+    args = {"query": "", "channel": "social", "since": "past two weeks", "limit": 5}
+    out = asyncio.run(TOOLS_BY_NAME["search_interactions"].invoke(args, ctx_for(demo)))
+    glob = demo.lake.parquet_glob(ORG, "interactions")
+    newest = duckdb.sql(
+        f"SELECT id FROM read_parquet('{glob}') WHERE channel = 'social' AND occurred_at >= "
+        f"(SELECT max(occurred_at) FROM read_parquet('{glob}')) - INTERVAL 14 DAY "
+        "ORDER BY occurred_at DESC, id LIMIT 5"
+    ).fetchall()
+    assert [row["id"] for row in out.content["interactions"]] == [r[0] for r in newest]
+    assert len(newest) == 5 and {s.detail for s in out.sources} == {"social"}
+
+
 def test_charts_carry_the_tools_own_figures(demo):
     """The answer card's charts are the tool's results: channel bars equal the counts the
     model reads, the line adds up to the total, top products' bars are the ranked rows."""
