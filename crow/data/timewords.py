@@ -32,8 +32,10 @@ _MONTH = (
 _DAY = r"(?P<{}>\d{{1,2}})(?:st|nd|rd|th)?"
 # A calendar day or month in words: "November 30th", "nov 30, 2026", "30th of November",
 # "November", "november 2026" (a day or month without a year: its latest before the anchor).
+# "(since) the start of November" starts there and runs on: a 1.5B wrote it as it was asked.
 _CALENDAR = re.compile(
-    r"^(?:(?P<open>since|from|after) |(?:on|in|during|for|of) )?(?:the )?(?:"
+    r"^(?:(?P<open>since|from|after) |(?:on|in|during|for|of) )?(?:the )?"
+    r"(?P<start>(?:start|beginning) of )?(?:"
     + f"{_MONTH.format('m1')} {_DAY.format('d1')}|{_DAY.format('d2')} (?:of )?{_MONTH.format('m2')}"
     + f"|{_MONTH.format('m3')})"
     + r"(?:,? (?P<year>\d{4}))?$"
@@ -188,7 +190,9 @@ def _present(expr: str | None) -> bool:
 
 def _names_one_span(expr: str | None) -> bool:
     text = _normal(expr)
-    m = _CALENDAR.match(text) or _PREVIOUS_MONTH.match(text)
+    if (m := _CALENDAR.match(text)) is not None:
+        return not (m["open"] or m["start"])
+    m = _PREVIOUS_MONTH.match(text)
     return text == "yesterday" or (m is not None and not m["open"])
 
 

@@ -58,7 +58,7 @@ def needs_a_call(text: str, run: AgentRun, tools: Collection[str]) -> str | None
         said = left_open(text)
         return f"says a part {said!r} without a call for it" if said else None
     if run.outputs:
-        stated = stated_fact(text)
+        stated = stated_fact(text) or _none_claimed(text)
         return f"states {stated!r} after every call failed" if stated else None
     if problem := unsourced_answer(text, tools):
         return problem
@@ -87,6 +87,20 @@ def unsourced_answer(text: str, tools: Collection[str]) -> str | None:
     if absent := _ABSENCE.search(plain):
         return f"says {absent.group(0)!r} without having looked"
     return None
+
+
+# "does not have any interactions since ...": blind30, after a refused time word, an absence
+# stated as a finding. Only after failed calls: small talk may say "I don't have any ...".
+_NONE_CLAIMED = re.compile(
+    r"\b(?:no|zero|not (?:\w+ ){0,2}any)\s+(?:\w+\s+)?(?:interactions?|products?|patterns?|"
+    r"documents?|records?|data|results?|posts?|visits?)\b",
+    re.I,
+)
+
+
+def _none_claimed(text: str) -> str | None:
+    found = _NONE_CLAIMED.search(text)
+    return found.group(0) if found else None
 
 
 def left_open(text: str) -> str | None:

@@ -373,7 +373,8 @@ def test_a_count_with_no_tool_behind_it_is_asked_again_once_with_a_call_required
 
 def test_a_figure_stated_after_every_call_failed_is_asked_again_with_a_call_required(demo):
     """A 1.5B whose only call failed (a query refused, an unknown tool) answered with a count
-    anyway: it is asked again, a call required. Saying the data could not be read is kept."""
+    anyway: it is asked again, a call required, and so is one that says there is no data.
+    Saying the data could not be read is kept."""
     failed = call("get_interaction_totals")  # no such tool: an error result
     model = ScriptedChatModel(
         [
@@ -388,6 +389,17 @@ def test_a_figure_stated_after_every_call_failed_is_asked_again_with_a_call_requ
     assert model.calls[2].params.tool_choice == "required"
     assert [s["ok"] for s in answer.tool_steps] == [False, True]
     assert answer.content == "Done."
+    # blind30: after a refused time word, "no interactions since ..." is a finding too
+    absent = ScriptedChatModel(
+        [
+            failed,
+            AssistantTurn(text="Fresh Mart does not have any interactions since November."),
+            call("get_interaction_summary", cid="c2", since="2026-11-01"),
+            AssistantTurn(text="Done."),
+        ]
+    )
+    assert run(Agent(absent), ctx_for(demo), "How many since November?").content == "Done."
+    assert absent.calls[2].params.tool_choice == "required"
     honest = ScriptedChatModel(
         [failed, AssistantTurn(text="Sorry, I could not read the interaction data.")]
     )

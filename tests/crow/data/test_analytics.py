@@ -111,6 +111,9 @@ def test_last_month_alone_is_the_calendar_month_before_the_anchors_and_this_mont
     november = datetime(2026, 11, 1, tzinfo=UTC)
     for words in ("since the start of the month", "month to date", "beginning of this month"):
         assert resolve(words, ANCHOR)[0] == november, words
+    # blind30: "since the start of November", written as "start of November", was refused
+    for words in ("start of November", "since the beginning of november"):
+        assert resolve_range(words, None, ANCHOR) == (november, None), words
     january = datetime(2027, 1, 15, 9, tzinfo=UTC)
     assert resolve("last month", january) == (
         datetime(2026, 12, 1, tzinfo=UTC),
