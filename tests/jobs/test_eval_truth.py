@@ -50,6 +50,7 @@ TRUTH_FILES = [
     ROOT / "benchmarks" / "truth_blind28.jsonl",
     ROOT / "benchmarks" / "truth_blind29.jsonl",
     ROOT / "benchmarks" / "truth_blind30.jsonl",
+    ROOT / "benchmarks" / "truth_blind31.jsonl",
 ]
 
 
