@@ -7,7 +7,8 @@ Small models get help they read (``hints``, crow.chat.agent.guidance), never dec
 answer given with no tool run for the question that claims data with nothing behind it
 (unsourced.needs_a_call: a count, "nothing found", a lookup announced or described but
 not made), or with guidance one for which the routing hint named tools, after calls that all
-failed one that states a fact, or after calls one that says a part "is not specified", is
+failed one that states a fact or that there is none, or after calls one that says a part "is
+not specified", is
 asked again once, a call required (the model picks which, and its arguments). A checked
 answer (crow.chat.agent.checks) that fails gets one correction; failing again, it is
 composed from the results and says so (``fallback: "composed"``). Text streams as
