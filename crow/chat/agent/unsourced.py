@@ -92,7 +92,7 @@ def unsourced_answer(text: str, tools: Collection[str]) -> str | None:
 # "does not have any interactions since ...": blind30, after a refused time word, an absence
 # stated as a finding. Only after failed calls: small talk may say "I don't have any ...".
 _NONE_CLAIMED = re.compile(
-    r"\b(?:no|zero|not (?:\w+ ){0,2}any)\s+(?:\w+\s+)?(?:interactions?|products?|patterns?|"
+    r"(?:\bno|\bzero|(?:\bnot|n't) (?:\w+ )?any)\s+(?:\w+\s+)?(?:interactions?|products?|patterns?|"
     r"documents?|records?|data|results?|posts?|visits?)\b",
     re.I,
 )
