@@ -51,6 +51,8 @@ TRUTH_FILES = [
     ROOT / "benchmarks" / "truth_blind29.jsonl",
     ROOT / "benchmarks" / "truth_blind30.jsonl",
     ROOT / "benchmarks" / "truth_blind31.jsonl",
+    ROOT / "benchmarks" / "truth_blind32.jsonl",
+    ROOT / "benchmarks" / "truth_blind33.jsonl",
 ]
 
 
