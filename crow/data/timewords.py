@@ -98,7 +98,8 @@ def resolve(expr: str | None, anchor: datetime) -> tuple[datetime | None, dateti
 
 
 def _resolve(expr: str | None, anchor: datetime) -> tuple[datetime | None, datetime | None]:
-    text = _SO_FAR.sub("", _normal(expr))
+    normal = _normal(expr)
+    text = _SO_FAR.sub("", normal)  # "month to date" is looked up whole, in _TO_DATE
     if text in _ALL:
         return None, None
     try:
@@ -122,7 +123,7 @@ def _resolve(expr: str | None, anchor: datetime) -> tuple[datetime | None, datet
     if re.fullmatch(r"(?:in )?\d{4}", text):  # a year names all of it: "2025", "in 2025"
         year = int(text[-4:])
         return datetime(year, 1, 1, tzinfo=UTC), datetime(year + 1, 1, 1, tzinfo=UTC)
-    this = _TO_DATE.get(_normal(expr)) or ((m := _THIS.match(text)) and m["unit"])
+    this = _TO_DATE.get(normal) or ((named := _THIS.match(text)) and named["unit"])
     if this == "year":
         return datetime(anchor.year, 1, 1, tzinfo=UTC), end
     if this == "month":
@@ -132,10 +133,10 @@ def _resolve(expr: str | None, anchor: datetime) -> tuple[datetime | None, datet
     if _PREVIOUS_MONTH.match(text):
         this_month = anchor.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
         return (this_month - timedelta(days=1)).replace(day=1), this_month
-    m = _SPAN.match(text)
-    if m and (m["n"] or (m["w"] or "one") in _WORDS_N):
-        n = int(m["n"]) if m["n"] else _WORDS_N[m["w"] or "one"]
-        return anchor - timedelta(days=n * _UNITS[m["unit"]]), end
+    span = _SPAN.match(text)
+    if span and (span["n"] or (span["w"] or "one") in _WORDS_N):
+        n = int(span["n"]) if span["n"] else _WORDS_N[span["w"] or "one"]
+        return anchor - timedelta(days=n * _UNITS[span["unit"]]), end
     raise TimeWordError(
         f"could not understand the time {_cut(expr)!r}: use an ISO date such as 2026-11-01, "
         "or words such as 'last week', 'past 30 days', 'yesterday', 'November 30th', 'recent' "
@@ -148,8 +149,8 @@ def resolve_range(
 ) -> tuple[datetime | None, datetime | None]:
     """`since` gives the start of its span, `until` the end of its own (an instant: itself).
     With no `until` (or one that bounds nothing: "all time"), a calendar day or month in
-    words, "last month" or "yesterday", is the whole of it: "November 30th" is that day ("since November
-    30th" runs to the latest data). Asked "during October", a 1.5B wrote since "october",
+    words, "last month" or "yesterday", is the whole of it: "November 30th" is that day
+    ("since November 30th" runs to the latest data). Asked "during October", a 1.5B wrote since "october",
     until "all time"; asked "yesterday", since "yesterday" alone (counted up to the latest
     data, it also counted today).
 

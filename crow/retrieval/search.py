@@ -173,9 +173,8 @@ class SearchService:
                 "p.id LIMIT ?",
                 [glob, *params, k],
             )
-            names = [d[0] for d in cur.description]
-            rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
-        return [{**_jsonable(r), "score": None} for r in rows]
+            rows = _fetched(cur)
+        return [{**r, "score": None} for r in rows]
 
     def _rows(self, glob: str, ids: list[str]) -> dict[str, dict[str, Any]]:
         if not ids:
@@ -183,9 +182,8 @@ class SearchService:
         with duck.cursor() as con:
             con.register("wanted", pa.table({"id": ids}))
             cur = con.execute("SELECT p.* FROM read_parquet(?) p JOIN wanted USING (id)", [glob])
-            names = [d[0] for d in cur.description]
-            rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
-        return {r["id"]: _jsonable(r) for r in rows}
+            rows = _fetched(cur)
+        return {r["id"]: r for r in rows}
 
     def _with_popularity(
         self, org_id: str, rows: list[dict[str, Any]], counted: SearchFilter
@@ -222,10 +220,16 @@ def _scope(counted: SearchFilter) -> dict[str, Any]:
     return {"channel": counted.channel, "since": counted.since, "until": counted.until}
 
 
-def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
-    out = {}
-    for key, value in row.items():
-        if hasattr(value, "isoformat"):
-            value = value.isoformat().replace("+00:00", "Z")
-        out[key] = value
-    return out
+def _fetched(cur: Any) -> list[dict[str, Any]]:
+    """A cursor's rows as dicts by column name, timestamps as ISO strings (UTC as ``Z``)."""
+    names = [d[0] for d in cur.description]
+    return [
+        {name: _jsonable(value) for name, value in zip(names, row, strict=True)}
+        for row in cur.fetchall()
+    ]
+
+
+def _jsonable(value: Any) -> Any:
+    if hasattr(value, "isoformat"):
+        return value.isoformat().replace("+00:00", "Z")
+    return value

@@ -3,15 +3,18 @@
 The model decides: each step it sees the system prompt, the conversation and the five tools
 and calls tools (run in parallel) or answers. At most ``max_iterations`` steps; past that, or
 when a step fails or only repeats calls, one plain call answers from what was gathered.
-Small models get help they read (``hints``, crow.chat.agent.guidance), never decisions. An
-answer given with no tool run for the question that claims data with nothing behind it
-(unsourced.needs_a_call: a count, "nothing found", a lookup announced or described but
-not made), or with guidance one for which the routing hint named tools, after calls that all
-failed one that states a fact or that there is none, or after calls one that says a part "is
-not specified", is
-asked again once, a call required (the model picks which, and its arguments). A checked
-answer (crow.chat.agent.checks) that fails gets one correction; failing again, it is
-composed from the results and says so (``fallback: "composed"``). Text streams as
+Small models get help they read (``hints``, crow.chat.agent.guidance), never decisions.
+
+An answer is asked again once, a call required (the model picks which, and its arguments),
+when it
+- claims data with no tool run for the question (unsourced.needs_a_call: a count, "nothing
+  found", a lookup announced or described but not made), or, with guidance, comes with no
+  call where the routing hint named tools;
+- states a fact, or that there is none, after calls that all failed;
+- says a part "is not specified" after calls.
+
+A checked answer (crow.chat.agent.checks) that fails gets one correction; failing again, it
+is composed from the results and says so (``fallback: "composed"``). Text streams as
 ``text_delta`` events; ``text_replaced`` carries a final text that differs from what was
 shown; footnotes last.
 """
