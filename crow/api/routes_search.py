@@ -97,7 +97,7 @@ async def search_products(
     query: Annotated[str, Query(max_length=500)] = "",
     limit: Limit = 10,
     offset: Offset = 0,
-    sort: Literal["relevance", "popularity"] = "relevance",
+    sort: Literal["relevance", "popularity", "cheapest", "priciest"] = "relevance",
     category: Annotated[str | None, Query(max_length=100)] = None,
     channel: Channel | None = None,
     since: When = None,
@@ -106,7 +106,11 @@ async def search_products(
     """``channel``, ``since`` and ``until`` count only those interactions: each product's
     figures, and the ranking with sort=popularity ("most talked about on social")."""
     if not query.strip() and sort == "relevance":
-        raise ApiError(422, "invalid_request", "give a query, or sort=popularity for top products")
+        raise ApiError(
+            422,
+            "invalid_request",
+            "give a query, or sort=popularity (top products), cheapest or priciest",
+        )
     start, end = await time_range(services, org_id, since, until)
     return await run_search(
         services,

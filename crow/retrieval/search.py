@@ -9,6 +9,7 @@ using the old one, then swapped in with one assignment.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -31,8 +32,9 @@ from indexes.store import COLLECTIONS, IndexNotFoundError, IndexStore
 from indexes.vector_index import IndexParams, VectorIndex
 
 log = logging.getLogger(__name__)
-SortOrder = Literal["relevance", "popularity"]
-POPULARITY_POOL = 100  # relevance candidates re-ranked by popularity
+SortOrder = Literal["relevance", "popularity", "cheapest", "priciest"]
+PRICE_ORDER = {"cheapest": "ASC", "priciest": "DESC"}
+POPULARITY_POOL = 100  # relevance candidates re-ranked by popularity (or price)
 RELEVANCE_FLOOR = 0.75  # ... those scoring at least this share of the best match
 
 
@@ -129,9 +131,11 @@ class SearchService:
     ) -> list[dict[str, Any]]:
         """Hits best first: id, score and the row's fields (products: interaction counts).
 
-        ``vector`` None ranks the whole catalog by popularity (products) or lists the newest
-        rows (interactions, patterns, documents): "what were people saying on social in the
-        past two weeks?" has no topic, and a 1.5B searched it with an empty query.
+        ``vector`` None ranks the whole catalog by popularity or price (products) or lists
+        the newest rows (interactions, patterns, documents): "what were people saying on
+        social in the past two weeks?" has no topic, and a 1.5B searched it with an empty
+        query. ``sort`` other than relevance (products): the most relevant re-ranked by
+        interactions ("popularity") or by price ("cheapest", "priciest").
         ``counted`` (products): the interactions a product's counts and popularity count,
         those of one channel and time range ("most talked about on social last month").
         """
@@ -143,34 +147,37 @@ class SearchService:
             return []
         if vector is None:
             if collection != "products":
-                return self._newest(glob, collection, k, flt)
+                column = COLLECTION_COLUMNS[collection].timestamp
+                return self._ordered(glob, collection, k, flt, f'p."{column}" DESC')
+            if sort in PRICE_ORDER:
+                priced = self._ordered(glob, collection, k, flt, _by_price(sort))
+                return self._with_popularity(org_id, priced, counted)
             return self._products_by_popularity(org_id, glob, k, flt, counted)
         loaded = self.index(org_id, collection)
         with duck.cursor() as con:
             allowed = allowed_positions(glob, loaded.ids, collection, flt, con=con)
-        want = max(k, POPULARITY_POOL) if sort == "popularity" else k
+        want = max(k, POPULARITY_POOL) if sort != "relevance" else k
         hits = loaded.index.search(vector, want, allowed=allowed)[0]
         scores = {h.id: h.score for h in hits}
         rows = self._rows(glob, list(scores))
         out = [{**rows[i], "score": round(float(scores[i]), 4)} for i in scores if i in rows]
         if collection == "products":
             out = self._with_popularity(org_id, out, counted)
-            if sort == "popularity" and out:
-                # Popular among the relevant: "top tents" must not surface a popular jacket.
+            if sort != "relevance" and out:
+                # Popular (cheap) among the relevant: "top tents" must not surface a jacket.
                 floor = out[0]["score"] * RELEVANCE_FLOOR
                 out = [r for r in out if r["score"] >= floor]
-                out.sort(key=lambda r: (-r["interactions"]["total"], -r["score"]))
+                out.sort(key=lambda r: (_rank(r, sort), -r["score"]))
         return out[:k]
 
-    def _newest(
-        self, glob: str, collection: str, k: int, flt: SearchFilter
+    def _ordered(
+        self, glob: str, collection: str, k: int, flt: SearchFilter, order: str
     ) -> list[dict[str, Any]]:
+        """The first `k` rows the filters keep, in `order` (SQL over alias ``p``)."""
         where, params = build_where(collection, flt)
-        column = COLLECTION_COLUMNS[collection].timestamp
         with duck.cursor() as con:
             cur = con.execute(
-                f'SELECT p.* FROM read_parquet(?) p WHERE {where} ORDER BY p."{column}" DESC, '
-                "p.id LIMIT ?",
+                f"SELECT p.* FROM read_parquet(?) p WHERE {where} ORDER BY {order}, p.id LIMIT ?",
                 [glob, *params, k],
             )
             rows = _fetched(cur)
@@ -213,6 +220,20 @@ class SearchService:
                 [glob],
             ).fetchall()
         return [r[0] for r in rows]
+
+
+def _by_price(sort: str) -> str:
+    return f"p.price {PRICE_ORDER[sort]} NULLS LAST"
+
+
+def _rank(row: dict[str, Any], sort: SortOrder) -> float:
+    """A product's place in a ranking, lowest first."""
+    if sort == "popularity":
+        return -float(row["interactions"]["total"])
+    price = row.get("price")
+    if price is None:  # unpriced last, whichever way
+        return math.inf
+    return float(price) if sort == "cheapest" else -float(price)
 
 
 def _scope(counted: SearchFilter) -> dict[str, Any]:

@@ -52,6 +52,8 @@ call gives every channel to compare)
 - "what do people post about X?" -> search_interactions {"query": "X", "channel": "social"}
 - "what did site visitors say about X?" -> search_interactions {"query": "X", "channel": "web"}
 - "how much does X cost?" -> search_products {"query": "X"}; answer with its price
+- "our cheapest X", "the most expensive X" -> search_products {"query": "X", "sort": \
+"cheapest"} or {"query": "X", "sort": "priciest"}
 - "any unusual spikes lately?" -> search_patterns {"query": "unusual spikes"}
 - "what is our policy on X?" -> search_org_context {"query": "X policy"}
 - "how long does X take?", "how much notice for X?" -> \

@@ -68,8 +68,13 @@ def products_in_words(
     """The products as numbered text with their figures (a 1.5B reading JSON rows skipped
     the second of a ranking and answered a price question with the interactions)."""
     what = "customer interactions" if counted == "interactions" else counted
-    lead = f"Ranked by {what}, most first: " if sort == "popularity" else ""
-    lead = f"Prices asked for. {lead}" if priced else lead
+    lead = {
+        "popularity": f"Ranked by {what}, most first: ",
+        "cheapest": "Ranked by price, lowest first: ",
+        "priciest": "Ranked by price, highest first: ",
+    }.get(sort, "")
+    if priced and sort not in ("cheapest", "priciest"):  # those leads say it
+        lead = f"Prices asked for. {lead}"
     return lead + "; ".join(
         f"{i}. {product_in_words(p, priced, counted)}" for i, p in enumerate(rows, start=1)
     )

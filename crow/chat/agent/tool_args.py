@@ -52,10 +52,11 @@ class SummaryArgs(ToolArgs):
 class ProductArgs(ToolArgs):
     query: str = Field("", description="What to look for; empty for overall top products.")
     limit: int = Field(5, ge=1, le=20, description="How many products.")
-    sort: Literal["relevance", "popularity"] = Field(
+    sort: Literal["relevance", "popularity", "cheapest", "priciest"] = Field(
         "relevance",
         description="'popularity' ranks by customer interactions: for the top, most popular, "
-        "best-selling or most engaged-with products.",
+        "best-selling or most engaged-with products. 'cheapest' or 'priciest' ranks by price: "
+        "for the cheapest, lowest-priced, most expensive or highest-priced ones.",
     )
     channel: Channel = Field(
         None,

@@ -103,8 +103,10 @@ async def search_products(args: ProductArgs, ctx: ToolContext) -> ToolOutput:
     if query and category is None and (args.sort == "popularity" or not counted.is_empty()):
         category = category_meant(query, await search(ctx, "products", query, MEANT_POOL))
     # every product of a category is as relevant to its name: they come most engaged-with
-    # first; only a ranking counts one channel's or period's interactions
-    sort = "popularity" if not query or category or not counted.is_empty() else args.sort
+    # first (or by price, asked); only a ranking counts one channel's or period's interactions
+    by_price = args.sort in ("cheapest", "priciest")
+    ranks = not query or category or not counted.is_empty()
+    sort = args.sort if by_price or not ranks else "popularity"
     if category is not None:
         flt = SearchFilter(category=category)
         hits = await search(ctx, "products", "", k, flt=flt, sort=sort, counted=counted)
@@ -116,7 +118,7 @@ async def search_products(args: ProductArgs, ctx: ToolContext) -> ToolOutput:
     content: dict[str, Any] = {"products": rows, "sorted_by": sort}
     if not counted.is_empty():
         content["interactions_counted"] = unit
-    priced = asks_price(ctx.question)
+    priced = by_price or asks_price(ctx.question)
     if named and (len(named) > 1 or not hits or named[0]["id"] != hits[0]["id"]):
         said = [product_in_words(product_row(h, described=True), priced, unit) for h in named]
         content = {"product_named": " | ".join(said)} | content
@@ -281,7 +283,8 @@ TOOLS: tuple[Tool, ...] = (
         "Find products in the catalog, each with its number of customer interactions. For the "
         "top, best-selling or most popular products use sort='popularity': with an empty "
         "query when the question names no kind of product (the whole catalog), else with the "
-        "kind it names as the query. channel, since and until rank by the interactions "
+        "kind it names as the query; for the cheapest or most expensive, sort='cheapest' or "
+        "'priciest'. channel, since and until rank by the interactions "
         "of one channel or period ('most popular on social last month').",
         ProductArgs,
         search_products,

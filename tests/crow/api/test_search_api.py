@@ -66,6 +66,14 @@ def test_product_search_carries_interaction_counts_and_sorts_by_popularity(api, 
     counts = [h["interactions"] for h in social]
     assert [c["total"] for c in counts] == sorted((c["social"] for c in counts), reverse=True)
     assert all(c["web"] == c["cctv"] == 0 for c in counts) and counts[0]["total"] > 0
+    priciest = api.get(
+        "/api/v1/products/search",
+        params={"sort": "priciest", "category": "Tents", "limit": 3},
+        headers=key_a,
+    ).json()["results"]
+    prices = [h["price"] for h in priciest]
+    assert len(prices) == 3 and prices == sorted(prices, reverse=True)
+    assert {h["category"] for h in priciest} == {"Tents"}
 
 
 def test_interaction_search_filters_inside_the_search(api, key_a):

@@ -278,6 +278,53 @@ def test_a_topic_that_is_no_category_ranks_the_products_most_like_it(demo):
     assert all("jacket" in (p["title"] + p["category"]).lower() for p in output["products"])
 
 
+@pytest.mark.parametrize(
+    ("arguments", "where", "order"),
+    [
+        ({"query": "tents", "sort": "priciest"}, "category = 'Tents'", "DESC"),
+        ({"query": "", "sort": "cheapest"}, "true", "ASC"),  # the whole catalog
+        # a category asked in a topic's words: every product of it, ranked by price
+        ({"query": "our cheapest footwear", "sort": "cheapest"}, "category = 'Footwear'", "ASC"),
+    ],
+)
+def test_the_cheapest_or_priciest_products_equal_the_duckdb_price_ranking(
+    demo, arguments, where, order
+):
+    """Asked "what's the most expensive tent we sell?", a 1.5B could only rank tents by
+    interactions and named the most popular tent's price; price is now a sort the model
+    picks."""
+    import duckdb
+
+    from crow.chat.agent.tools import TOOLS_BY_NAME
+
+    output = asyncio.run(
+        TOOLS_BY_NAME["search_products"].invoke({**arguments, "limit": 3}, ctx_for(demo))
+    ).content
+    with duckdb.connect() as con:
+        truth = con.execute(
+            f"SELECT id, price FROM read_parquet(?) WHERE {where} ORDER BY price {order}, id "
+            "LIMIT 3",
+            [demo.lake.parquet_glob(ORG, "products")],
+        ).fetchall()
+    assert [(p["id"], p["price"]) for p in output["products"]] == [tuple(t) for t in truth]
+    lowest = "lowest" if order == "ASC" else "highest"
+    first = output["products"][0]
+    assert output["sorted_by"] == arguments["sort"]
+    assert output["in_words"].startswith(
+        f"Ranked by price, {lowest} first: 1. {first['title']}: price {first['price']:,.2f} ("
+    )
+
+
+def test_a_topic_that_is_no_category_ranks_its_nearest_products_by_price(demo):
+    from crow.chat.agent.tools import TOOLS_BY_NAME
+
+    args = {"query": "rain jackets", "sort": "cheapest", "limit": 5}
+    output = asyncio.run(TOOLS_BY_NAME["search_products"].invoke(args, ctx_for(demo))).content
+    prices = [p["price"] for p in output["products"]]
+    assert prices == sorted(prices) and "ranked" not in output
+    assert all("jacket" in (p["title"] + p["category"]).lower() for p in output["products"])
+
+
 def test_products_that_share_no_word_with_the_query_say_they_are_only_the_nearest(demo):
     """A 1.5B searched the catalog for gift cards, found chocolate bars nearest by meaning
     and gave their prices as the cards' range; the result now says no product matched."""
