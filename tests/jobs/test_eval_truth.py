@@ -53,6 +53,8 @@ TRUTH_FILES = [
     ROOT / "benchmarks" / "truth_blind31.jsonl",
     ROOT / "benchmarks" / "truth_blind32.jsonl",
     ROOT / "benchmarks" / "truth_blind33.jsonl",
+    ROOT / "benchmarks" / "truth_blind34.jsonl",
+    ROOT / "benchmarks" / "truth_blind35.jsonl",
 ]
 
 
