@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 if TYPE_CHECKING:
-    from crow.retrieval.search import SortOrder
+    from crow.retrieval.sort_order import SortOrder
     from crow.store.chat_store import Role, SessionKind
     from crow.store.feedback import Rating
     from crow.store.jobs import JobState

@@ -9,7 +9,7 @@ import numpy as np
 from ray import serve
 
 from crow.app import open_search
-from crow.retrieval.search import SortOrder
+from crow.retrieval.sort_order import SortOrder
 from crow.settings import AppSettings
 from indexes.filters import SearchFilter
 

@@ -17,7 +17,7 @@ from indexes.filters import SearchFilter
 from indexes.store import IndexNotFoundError
 
 if TYPE_CHECKING:
-    from crow.retrieval.search import SortOrder
+    from crow.retrieval.sort_order import SortOrder
 
 router = APIRouter(tags=["search"], dependencies=[Depends(search_allowed)])
 PathOrg = Annotated[str, Depends(require_path_org)]

@@ -150,9 +150,9 @@ def resolve_range(
     """`since` gives the start of its span, `until` the end of its own (an instant: itself).
     With no `until` (or one that bounds nothing: "all time"), a calendar day or month in
     words, "last month" or "yesterday", is the whole of it: "November 30th" is that day
-    ("since November 30th" runs to the latest data). Asked "during October", a 1.5B wrote since "october",
-    until "all time"; asked "yesterday", since "yesterday" alone (counted up to the latest
-    data, it also counted today).
+    ("since November 30th" runs to the latest data). Asked "during October", a 1.5B wrote
+    since "october", until "all time"; asked "yesterday", since "yesterday" alone (counted
+    up to the latest data, it also counted today).
 
     A `since` that names the present ("now", "so far") starts nothing: asked "most popular
     product right now?", a 1.5B wrote since and until "right now", a window with no time in

@@ -12,7 +12,7 @@ import logging
 import math
 import threading
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -21,6 +21,7 @@ from crow.data import duck
 from crow.data.analytics import Analytics
 from crow.data.lake import DataLake
 from crow.retrieval.index_build import DATASET_OF
+from crow.retrieval.sort_order import PRICE_ORDER, SortOrder
 from indexes.filters import (
     COLLECTION_COLUMNS,
     SearchFilter,
@@ -32,8 +33,6 @@ from indexes.store import COLLECTIONS, IndexNotFoundError, IndexStore
 from indexes.vector_index import IndexParams, VectorIndex
 
 log = logging.getLogger(__name__)
-SortOrder = Literal["relevance", "popularity", "cheapest", "priciest"]
-PRICE_ORDER = {"cheapest": "ASC", "priciest": "DESC"}
 POPULARITY_POOL = 100  # relevance candidates re-ranked by popularity (or price)
 RELEVANCE_FLOOR = 0.75  # ... those scoring at least this share of the best match
 

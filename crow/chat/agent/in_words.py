@@ -11,6 +11,7 @@ from crow.chat.agent.context import ToolContext
 from crow.chat.agent.cues import channels_named
 from crow.chat.agent.passages import closest
 from crow.chat.agent.ranking_cues import asks_confidence, asks_extreme, asks_least_confident
+from crow.retrieval.sort_order import PRICE_ORDER
 
 
 def compared_lead(c: dict[str, Any], question: str) -> str:
@@ -73,7 +74,7 @@ def products_in_words(
         "cheapest": "Ranked by price, lowest first: ",
         "priciest": "Ranked by price, highest first: ",
     }.get(sort, "")
-    if priced and sort not in ("cheapest", "priciest"):  # those leads say it
+    if priced and sort not in PRICE_ORDER:  # those leads say it
         lead = f"Prices asked for. {lead}"
     return lead + "; ".join(
         f"{i}. {product_in_words(p, priced, counted)}" for i, p in enumerate(rows, start=1)

@@ -9,6 +9,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from crow.data.records import Channel as DataChannel
 from crow.data.records import PatternType
+from crow.retrieval.sort_order import SortOrder
 
 # "all" is a value a small model can write where it would otherwise invent a channel.
 Channel = Annotated[
@@ -52,7 +53,7 @@ class SummaryArgs(ToolArgs):
 class ProductArgs(ToolArgs):
     query: str = Field("", description="What to look for; empty for overall top products.")
     limit: int = Field(5, ge=1, le=20, description="How many products.")
-    sort: Literal["relevance", "popularity", "cheapest", "priciest"] = Field(
+    sort: SortOrder = Field(
         "relevance",
         description="'popularity' ranks by customer interactions: for the top, most popular, "
         "best-selling or most engaged-with products. 'cheapest' or 'priciest' ranks by price: "

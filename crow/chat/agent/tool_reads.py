@@ -12,7 +12,7 @@ from indexes.filters import SearchFilter
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from crow.retrieval.search import SortOrder
+    from crow.retrieval.sort_order import SortOrder
 
 SNIPPET = 400
 MAX_ROWS = 10  # rows a tool hands the model: more only slows a small model down

@@ -45,6 +45,7 @@ from crow.chat.agent.tool_args import (
     SummaryArgs,
 )
 from crow.chat.agent.tool_reads import MAX_ROWS, SNIPPET, day, noted, search, window
+from crow.retrieval.sort_order import PRICE_ORDER
 from indexes.filters import SearchFilter
 
 MEANT_POOL = 10  # products nearest a topic that name the category it means (product_words)
@@ -104,7 +105,7 @@ async def search_products(args: ProductArgs, ctx: ToolContext) -> ToolOutput:
         category = category_meant(query, await search(ctx, "products", query, MEANT_POOL))
     # every product of a category is as relevant to its name: they come most engaged-with
     # first (or by price, asked); only a ranking counts one channel's or period's interactions
-    by_price = args.sort in ("cheapest", "priciest")
+    by_price = args.sort in PRICE_ORDER
     ranks = not query or category or not counted.is_empty()
     sort = args.sort if by_price or not ranks else "popularity"
     if category is not None:
