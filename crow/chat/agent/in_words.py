@@ -82,20 +82,24 @@ def products_in_words(
 
 
 async def pattern_asked(
-    rows: list[dict[str, Any]], ctx: ToolContext, kind: str | None = None
+    rows: list[dict[str, Any]], ctx: ToolContext, kind: str | None = None, newest: bool = False
 ) -> tuple[str, dict[str, Any]]:
     """The pattern the question asks about, and why: the most (or least) confident, asked how
     sure ("which anomaly are you most confident about?": a 1.5B named another of the six
     rows, 3 times of 3), else the one closest to the user's question (the model's query is
     often only the topic, and a 1.5B stated another row's store), or of those like it the
     largest (smallest) figure, asked for the biggest. `kind`: the kind of pattern a
-    confidence question is about (pattern_search.confidence_kind)."""
+    confidence question is about (pattern_search.confidence_kind). `newest`: the rows are
+    the latest detected, and the first is the one asked about unless the question asks how
+    sure."""
     if asks_confidence(ctx.question):
         ranked = [p for p in rows if p["type"] == kind] or rows  # "which anomaly ...": of those
         least = asks_least_confident(ctx.question)
         lead = "Least confident" if least else "Most confident"
         top = (min if least else max)(ranked, key=lambda p: p["confidence"])
         return lead + (f" {kind}" if ranked is not rows else ""), top
+    if newest:
+        return f"Most recently detected, on {str(rows[0]['detected_at'])[:10]}", rows[0]
     lead, top = "Closest to the question", await closest_pattern(rows, ctx)
     if extreme := asks_extreme(ctx.question):
         return extreme_alike(rows, top, extreme) or (lead, top)

@@ -7,7 +7,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from crow.chat.agent.context import ToolContext
-from crow.chat.agent.cues import is_follow_up, names_patterns, pattern_type_named
+from crow.chat.agent.cues import (
+    is_follow_up,
+    names_no_subject,
+    names_patterns,
+    pattern_type_named,
+)
 from crow.chat.agent.in_words import (
     closest_pattern,
     extreme_alike,
@@ -32,20 +37,21 @@ if TYPE_CHECKING:
 
 async def search_patterns(args: PatternArgs, ctx: ToolContext) -> ToolOutput:
     since, _ = await window(ctx, args.since, None)
-    hits = await search(
-        ctx,
-        "patterns",
-        args.query,
-        min(args.limit, MAX_ROWS),
-        flt=SearchFilter(pattern_type=args.type, since=since),
-    )
+    k = min(args.limit, MAX_ROWS)
+    # a topic keeps its nearest patterns: the 1.5B wrote sort='newest' on every pattern call
+    newest = args.sort == "newest" and names_no_subject(args.query)
+    if newest:
+        hits = await _newest(args, ctx, k, since)
+    else:
+        flt = SearchFilter(pattern_type=args.type, since=since)
+        hits = await search(ctx, "patterns", args.query, k, flt=flt)
     kind = confidence_kind(args, ctx)
     if kind or ranks_all(ctx.question):
         hits = await _with_the_surest(hits, kind, args.query, ctx, since)
     elif hits and (extreme := asks_extreme(ctx.question)):
         hits = await _with_the_extreme(hits, extreme, args.query, ctx, since)
     if hits:  # the one asked about first: a 1.5B stated the first row's store, not the lead's
-        lead, top = await pattern_asked(hits, ctx, kind)
+        lead, top = await pattern_asked(hits, ctx, kind, newest)
         hits = [top, *(h for h in hits if h is not top)]
     rows = [
         {
@@ -65,6 +71,17 @@ async def search_patterns(args: PatternArgs, ctx: ToolContext) -> ToolOutput:
         noted(content, type=args.type, since=args.since),
         [Source(type="pattern", id=h["id"], title=h["title"], detail=h["type"]) for h in hits],
     )
+
+
+async def _newest(
+    args: PatternArgs, ctx: ToolContext, k: int, since: datetime | None
+) -> list[dict[str, Any]]:
+    """The latest detected patterns, newest first, of the kind the call, its query or else the
+    question names: asked for the most recent pattern, a 1.5B searched "latest" by meaning
+    and read six patterns detected months apart (3 misses in 80 blind questions). Only for a
+    query of no subject (cues.names_no_subject)."""
+    kind = args.type or pattern_type_named(args.query) or pattern_type_named(ctx.question)
+    return await search(ctx, "patterns", "", k, flt=SearchFilter(pattern_type=kind, since=since))
 
 
 def confidence_kind(args: PatternArgs, ctx: ToolContext) -> str | None:

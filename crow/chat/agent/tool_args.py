@@ -99,6 +99,12 @@ class PatternArgs(ToolArgs):
         description="Detected since: 'all time', or an ISO date, or the question's own time "
         "words ('last week', 'past 3 months') if it names a time.",
     )
+    sort: Literal["relevance", "newest"] = Field(
+        "relevance",
+        description="'newest' lists the most recently detected first: only for the latest, "
+        "newest or most recent pattern (the query then names nothing but the kind asked, if "
+        "any).",
+    )
     # At least 6: "which churn group has the highest confidence?" was asked with limit 1 and
     # answered from the one pattern read, and "which seasonal ramp has the highest
     # confidence?" with limit 3 from three of six. At most 9: a constrained "1" cannot grow

@@ -300,7 +300,8 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         "search_patterns",
         "Find behavioral patterns detected in the interaction data: trends, anomalies, "
-        "customer segments, seasonal effects, churn risks and product affinities.",
+        "customer segments, seasonal effects, churn risks and product affinities. For the "
+        "latest or most recently detected, sort='newest'.",
         PatternArgs,
         search_patterns,
     ),

@@ -428,7 +428,7 @@ def test_the_small_model_is_not_offered_the_pattern_type_or_date_filters():
         }
         for hints in (True, False)
     }
-    assert set(specs[True]["search_patterns"]) == {"query", "limit"}
+    assert set(specs[True]["search_patterns"]) == {"query", "sort", "limit"}
     assert {"type", "since"} <= set(specs[False]["search_patterns"])
     assert {k: v for k, v in specs[True].items() if k != "search_patterns"} == {
         k: v for k, v in specs[False].items() if k != "search_patterns"

@@ -973,3 +973,67 @@ def _least_engaged(demo, n: int) -> list[tuple[str, str, float]]:
                 n,
             ],
         ).fetchall()
+
+
+@pytest.mark.parametrize(
+    ("args", "question", "where"),
+    [
+        ({"query": "latest", "sort": "newest"}, "what's the most recent pattern?", "true"),
+        # the kind the query names (the small model is not offered `type`)
+        ({"query": "anomaly", "sort": "newest"}, "latest anomaly?", "type = 'anomaly'"),
+        # ... or else the question
+        ({"query": "recent", "sort": "newest"}, "newest churn risk?", "type = 'churn-risk'"),
+        ({"query": "", "sort": "newest", "type": "trend"}, "", "type = 'trend'"),
+    ],
+    ids=["all", "query-kind", "question-kind", "type"],
+)
+def test_the_newest_patterns_equal_the_duckdb_order_by_detection(demo, args, question, where):
+    """Asked for the most recent pattern, a 1.5B searched "latest" by meaning and read six
+    patterns detected months apart: sort='newest' lists them by detection, newest first (of
+    the kind named), and leads with the newest and its day."""
+    import duckdb
+
+    from crow.chat.agent.tools import TOOLS_BY_NAME
+
+    glob = demo.lake.parquet_glob(ORG, "patterns")
+    with duckdb.connect() as con:
+        want = con.execute(
+            f"SELECT title, strftime(detected_at, '%Y-%m-%d') FROM read_parquet(?) WHERE {where} "
+            "ORDER BY detected_at DESC, id LIMIT 6",
+            [glob],
+        ).fetchall()
+    assert len(want) >= 2
+    tool = TOOLS_BY_NAME["search_patterns"]
+    out = asyncio.run(tool.invoke({**args, "limit": 6}, ctx_for(demo, question=question))).content
+    assert [(p["title"], p["detected"]) for p in out["patterns"]] == want
+    assert out["in_words"].startswith(f"Most recently detected, on {want[0][1]}: {want[0][0]} (")
+    by_meaning = asyncio.run(tool.invoke({"query": args["query"], "limit": 6}, ctx_for(demo)))
+    assert [p["title"] for p in by_meaning.content["patterns"]] != [t for t, _ in want]
+
+
+def test_a_pattern_sort_other_than_relevance_or_newest_is_refused():
+    from pydantic import ValidationError
+
+    from crow.chat.agent.tool_args import PatternArgs
+
+    assert PatternArgs(query="x", sort="newest").sort == "newest"
+    with pytest.raises(ValidationError):
+        PatternArgs(query="x", sort="oldest")
+
+
+def test_a_newest_pattern_search_with_a_topic_keeps_the_nearest_and_how_sure_keeps_its_lead(demo):
+    """The 1.5B wrote sort='newest' on every pattern call ("checkout lines", "churn risks"
+    with "which one has the highest confidence?"): a query with a topic reads the patterns
+    nearest it, as without the sort, and a question how sure leads with the most confident."""
+    from crow.chat.agent.tools import TOOLS_BY_NAME
+
+    tool = TOOLS_BY_NAME["search_patterns"]
+    for query in ("checkout lines", "unusual queue lengths"):
+        args = {"query": query, "limit": 6}
+        nearest = asyncio.run(tool.invoke(args, ctx_for(demo))).content
+        sorted_ = asyncio.run(tool.invoke({**args, "sort": "newest"}, ctx_for(demo))).content
+        assert sorted_ == nearest
+    sure = ctx_for(demo, question="of the churn risks, which one has the highest confidence?")
+    out = asyncio.run(tool.invoke({"query": "churn risks", "sort": "newest"}, sure)).content
+    top = max(out["patterns"], key=lambda p: p["confidence"])
+    assert out["in_words"].startswith(f"Most confident churn-risk: {top['title']} (")
