@@ -11,6 +11,7 @@ from crow.chat.agent.context import ToolContext
 from crow.chat.agent.cues import channels_named
 from crow.chat.agent.passages import closest
 from crow.chat.agent.ranking_cues import asks_confidence, asks_extreme, asks_least_confident
+from crow.chat.agent.tool_reads import day
 from crow.retrieval.sort_order import PRICE_ORDER
 
 
@@ -99,7 +100,7 @@ async def pattern_asked(
         top = (min if least else max)(ranked, key=lambda p: p["confidence"])
         return lead + (f" {kind}" if ranked is not rows else ""), top
     if newest:
-        return f"Most recently detected, on {str(rows[0]['detected_at'])[:10]}", rows[0]
+        return f"Most recently detected, on {day(rows[0]['detected_at'])}", rows[0]
     lead, top = "Closest to the question", await closest_pattern(rows, ctx)
     if extreme := asks_extreme(ctx.question):
         return extreme_alike(rows, top, extreme) or (lead, top)
