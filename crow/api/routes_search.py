@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query
 
@@ -12,12 +12,10 @@ from crow.api.deps import OrgDep, ServicesDep, require_path_org, search_allowed
 from crow.api.errors import ApiError
 from crow.data.records import Channel, PatternType
 from crow.data.timewords import TimeWordError, resolve_range
+from crow.retrieval.sort_order import SortOrder
 from crow.services import Services, need
 from indexes.filters import SearchFilter
 from indexes.store import IndexNotFoundError
-
-if TYPE_CHECKING:
-    from crow.retrieval.sort_order import SortOrder
 
 router = APIRouter(tags=["search"], dependencies=[Depends(search_allowed)])
 PathOrg = Annotated[str, Depends(require_path_org)]
@@ -97,7 +95,7 @@ async def search_products(
     query: Annotated[str, Query(max_length=500)] = "",
     limit: Limit = 10,
     offset: Offset = 0,
-    sort: Literal["relevance", "popularity", "cheapest", "priciest"] = "relevance",
+    sort: SortOrder = "relevance",
     category: Annotated[str | None, Query(max_length=100)] = None,
     channel: Channel | None = None,
     since: When = None,

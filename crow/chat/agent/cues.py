@@ -261,7 +261,7 @@ def names_no_subject(query: str) -> bool:
     """A pattern query made only of recency words and kinds of pattern ("latest", "anomaly",
     "recent churn risks"): it asks for the patterns themselves, not for those about
     something ("checkout lines")."""
-    return not re.sub(r"[^a-z]+", "", _NO_SUBJECT.sub(" ", query.lower()))
+    return not re.sub(r"[^a-z0-9]+", "", _NO_SUBJECT.sub(" ", query.lower()))
 
 
 _CONFIDENCE_WORDS = re.compile(r"\bconfiden(ce|t)\b", re.I)

@@ -48,7 +48,7 @@ async def search_patterns(args: PatternArgs, ctx: ToolContext) -> ToolOutput:
     kind = confidence_kind(args, ctx)
     if kind or ranks_all(ctx.question):
         hits = await _with_the_surest(hits, kind, args.query, ctx, since)
-    elif hits and (extreme := asks_extreme(ctx.question)):
+    elif hits and not newest and (extreme := asks_extreme(ctx.question)):
         hits = await _with_the_extreme(hits, extreme, args.query, ctx, since)
     if hits:  # the one asked about first: a 1.5B stated the first row's store, not the lead's
         lead, top = await pattern_asked(hits, ctx, kind, newest)
