@@ -249,19 +249,21 @@ def names_patterns(message: str) -> bool:
     return _PATTERN_WORDS.search(message) is not None
 
 
-_NO_SUBJECT = re.compile(
+_RECENT_OR_FILLER = re.compile(
     r"\b(the|a|an|our|any|most|latest|newest|new|recent(ly)?|last|detected|flagged|found|"
-    r"patterns?|behaviou?ral|trends?|anomal(y|ies|ous)|unusual|seasonal|churn\w*|risks?|"
-    r"affinit(y|ies)|segments?)\b",
+    r"risks?)\b",
     re.I,
 )
 
 
 def names_no_subject(query: str) -> bool:
-    """A pattern query made only of recency words and kinds of pattern ("latest", "anomaly",
-    "recent churn risks"): it asks for the patterns themselves, not for those about
-    something ("checkout lines")."""
-    return not re.sub(r"[^a-z0-9]+", "", _NO_SUBJECT.sub(" ", query.lower()))
+    """A pattern query made only of recency words and the words for patterns and their kinds
+    (_PATTERN_WORDS, _PATTERN_TYPE_WORDS: "latest", "anomaly", "recent churn risks"): it
+    asks for the patterns themselves, not for those about something ("checkout lines")."""
+    rest = _PATTERN_WORDS.sub(" ", _RECENT_OR_FILLER.sub(" ", query.lower()))
+    for words in _PATTERN_TYPE_WORDS.values():
+        rest = words.sub(" ", rest)
+    return not re.sub(r"[^a-z0-9]+", "", rest)
 
 
 _CONFIDENCE_WORDS = re.compile(r"\bconfiden(ce|t)\b", re.I)
