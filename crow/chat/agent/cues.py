@@ -73,7 +73,8 @@ def refers_back(message: str) -> bool:
 _SUBSTITUTE = re.compile(
     r"^\W*(?:(?:ok(?:ay)?|so|right)\W+)?(?:and what about|and how about|and|also|what about|"
     r"how about|same for|what if|(?:and\s+)?(?:does|do|would|will) (?:that|this|it|the same|"
-    r"those|these) (?:also |still )?(?:apply|go|count|work) (?:to|for))\b(?P<rest>.*)$",
+    r"those|these)(?: [\w-]+)? (?:also |still )?(?:apply|go|count|work) (?:to|for))\b"
+    r"(?P<rest>.*)$",
     re.I,
 )
 _OWN_QUESTION = re.compile(
@@ -85,10 +86,20 @@ _OWN_QUESTION = re.compile(
 
 def only_substitutes(message: str) -> bool:
     """A follow-up that asks the question before it again about something else ("what about
-    kayaks?", "And on the web?", "ok and if it came by home delivery?"): its lead word is
-    not followed by a question of its own, as in "and how much is it?"."""
+    kayaks?", "And on the web?", "ok and if it came by home delivery?", "does the same
+    window apply to kayaks?"): its lead words are not followed by a question of its own, as
+    in "and how much is it?"."""
+    return substitute(message) is not None
+
+
+def substitute(message: str) -> str | None:
+    """What such a follow-up asks about in place of what the question before it asked
+    ("october" in "and october?", "in household" in "ok and in household?"), or None for any
+    other message. Empty when it names nothing ("same for?")."""
     match = _SUBSTITUTE.match(message.strip())
-    return match is not None and _OWN_QUESTION.match(match["rest"]) is None
+    if match is None or _OWN_QUESTION.match(match["rest"]) is not None:
+        return None
+    return match["rest"].strip(" \t?!.,;:-")
 
 
 def asks_again(message: str) -> bool:

@@ -25,6 +25,7 @@ from crow.chat.agent.cues import (
     is_small_talk,
     ranks_products,
     split_clauses,
+    substitute,
 )
 from crow.chat.agent.intent import IntentRouter, Route
 from crow.chat.agent.nearest import nearer_tools, nearest_scores
@@ -60,9 +61,12 @@ call gives every channel to compare)
 - "how long does X take?", "how much notice for X?" -> \
 search_org_context {"query": "X"} (how the company works is in its knowledge base, not in \
 the detected patterns)
-- after a count, "and for social?" -> get_interaction_summary {"channel": "social"} (a \
-follow-up asks something new: call the tool for it; an earlier answer's figure answers only \
-the earlier question)
+- after "how many X interactions over T?", "and for social?" -> get_interaction_summary \
+{"channel": "social", "since": "T"} (a follow-up asks something new: call the tool for it; \
+an earlier answer's figure answers only the earlier question)
+- after "how many X interactions over T?", "and over U?" -> get_interaction_summary \
+{"channel": "X", "since": "U"} (what the follow-up names takes the place of what the earlier \
+question named; the rest is kept)
 - after a search for X, "which of those mention Y?" -> search_interactions {"query": "X Y"}
 - after "what is our policy on X?", "and for Y?" -> search_org_context {"query": "X policy \
 for Y"} (a follow-up's query keeps what the earlier question asked)
@@ -150,6 +154,17 @@ def _likely(tools: Sequence[str]) -> str:
     )
 
 
+def _asked_again(question: str) -> str:
+    """For a follow-up that asks the question before it again about something else, what it
+    asks about, in the user's words. Told only that it was a follow-up, a 1.5B kept the
+    earlier question's argument: last month's window for "and in May?" after last month's
+    count, the earlier answer's product for "and in bakery?" after the top frozen product."""
+    if not (swapped := substitute(question)):
+        return ""
+    swapped = swapped.replace('"', "'")
+    return f'it asks that question again, about "{swapped}" in place of what it asked; '
+
+
 @dataclass(frozen=True)
 class Hint:
     """The line the model reads after the question, and the tools it names (none for small
@@ -219,8 +234,9 @@ class Guidance:
                 return None
             tools = await self._nearer_in_data(route.tools, both, ctx)
             return Hint(
-                f"{_HINT}a follow-up to the previous question; call a tool for it, earlier "
-                f"figures answer only earlier questions; {_likely(tools)}",
+                f"{_HINT}a follow-up to the previous question; {_asked_again(question)}call "
+                f"a tool for it, earlier figures answer only earlier questions; "
+                f"{_likely(tools)}",
                 tools,
             )
         route = await self._route(question, ctx)

@@ -297,11 +297,14 @@ def test_a_follow_up_is_routed_with_the_question_it_follows(demo):
     hint = out[-1].content
     assert out[-1].role == "system" and "a follow-up to the previous question" in hint
     assert "get_interaction_summary" in hint and "CCTV" not in hint
+    # what it asks about in the earlier question's place, in the user's words
+    assert 'again, about "on the web" in place of what it asked' in hint
     # a follow-up with a question of its own is routed with the question it follows
     conversation[-1] = Message.user("And how many were on the web?")
     router.asked.clear()
-    asyncio.run(guidance.apply(conversation, ctx_for(demo)))
+    out = asyncio.run(guidance.apply(conversation, ctx_for(demo))).messages
     assert router.asked == [f"{earlier} And how many were on the web?"]
+    assert "in place of" not in out[-1].content
     # a few words about "it" ask about the earlier question's subject: routed as it
     conversation[-1] = Message.user("what does it cost?")
     router.asked.clear()
@@ -328,6 +331,7 @@ def test_a_follow_up_is_routed_with_the_question_it_follows(demo):
         ("is it in stock?", True),
         ("do basecamp members get any discount on that?", True),  # ends on what came before
         ("does that apply to kayaks too?", True),  # the question before, about kayaks
+        ("does the same window apply to kayaks?", True),
         ("Which of our stores sells the most of that?", True),
         ("What did customers say about that jacket on social?", False),
         ("Is there one store open on Sundays?", False),
@@ -353,6 +357,8 @@ def test_follow_up_cues(question, follows):
         ("And how about the cameras?", True),
         ("does that apply to kayaks too?", True),
         ("would the same go for gift cards?", True),
+        ("does the same window apply to kayaks?", True),
+        ("does this discount also apply to members?", True),
         ("and how much is it?", False),
         ("does the store apply discounts?", False),
         ("and which one has the highest confidence?", False),
@@ -364,6 +370,23 @@ def test_a_follow_up_that_only_swaps_what_it_asks_about(question, substitutes):
     from crow.chat.agent.cues import only_substitutes
 
     assert only_substitutes(question) is substitutes
+
+
+@pytest.mark.parametrize(
+    ("question", "swapped"),
+    [
+        ("and october?", "october"),
+        ("ok and in household?", "in household"),
+        ("does the same window apply to kayaks?", "kayaks"),
+        ("What about social media?", "social media"),
+        ("same for?", ""),
+        ("and how much is it?", None),
+    ],
+)
+def test_what_a_follow_up_asks_about_in_place_of_the_earlier_subject(question, swapped):
+    from crow.chat.agent.cues import substitute
+
+    assert substitute(question) == swapped
 
 
 @pytest.mark.parametrize(
