@@ -68,12 +68,14 @@ def refers_back(message: str) -> bool:
     return words <= REFERS_BACK_WORDS and _IT.search(message) is not None
 
 
-# "and what about" before "and": matched as "and", "and what about kayaks?" left a question
-# of its own ("what about kayaks?") and was read alone.
+# "and what about" and "and does that apply to" before "and": matched as "and", "and what
+# about kayaks?" left a question of its own ("what about kayaks?") and was read alone. A noun
+# only after "the same" ("does the same window apply to kayaks?"): "do those items count for
+# points?" asks something new.
 _SUBSTITUTE = re.compile(
-    r"^\W*(?:(?:ok(?:ay)?|so|right)\W+)?(?:and what about|and how about|and|also|what about|"
-    r"how about|same for|what if|(?:and\s+)?(?:does|do|would|will) (?:that|this|it|the same|"
-    r"those|these)(?: [\w-]+)? (?:also |still )?(?:apply|go|count|work) (?:to|for))\b"
+    r"^\W*(?:(?:ok(?:ay)?|so|right)\W+)?(?:(?:and\s+)?(?:does|do|would|will) (?:that|this|it|"
+    r"the same(?: [\w-]+)?|those|these) (?:also |still )?(?:apply|go|count|work) (?:to|for)|"
+    r"and what about|and how about|and|also|what about|how about|same for|what if)\b"
     r"(?P<rest>.*)$",
     re.I,
 )
@@ -99,7 +101,7 @@ def substitute(message: str) -> str | None:
     match = _SUBSTITUTE.match(message.strip())
     if match is None or _OWN_QUESTION.match(match["rest"]) is not None:
         return None
-    return match["rest"].strip(" \t?!.,;:-")
+    return match["rest"].strip(" \t?!.,;:-\"'")
 
 
 def asks_again(message: str) -> bool:

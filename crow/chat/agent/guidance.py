@@ -154,14 +154,17 @@ def _likely(tools: Sequence[str]) -> str:
     )
 
 
+SWAPPED_CHARS = 60
+
+
 def _asked_again(question: str) -> str:
     """For a follow-up that asks the question before it again about something else, what it
     asks about, in the user's words. Told only that it was a follow-up, a 1.5B kept the
     earlier question's argument: last month's window for "and in May?" after last month's
     count, the earlier answer's product for "and in bakery?" after the top frozen product."""
-    if not (swapped := substitute(question)):
-        return ""
-    swapped = swapped.replace('"', "'")
+    swapped = " ".join((substitute(question) or "").split()).replace('"', "'")
+    if not swapped or len(swapped) > SWAPPED_CHARS or not swapped.isprintable():
+        return ""  # the hint quotes a few of the user's words, never a paragraph of them
     return f'it asks that question again, about "{swapped}" in place of what it asked; '
 
 

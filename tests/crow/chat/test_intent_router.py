@@ -358,7 +358,10 @@ def test_follow_up_cues(question, follows):
         ("does that apply to kayaks too?", True),
         ("would the same go for gift cards?", True),
         ("does the same window apply to kayaks?", True),
-        ("does this discount also apply to members?", True),
+        ("and does the same window apply to kayaks?", True),
+        ("and does that apply to kayaks?", True),
+        ("do those items count for points?", False),
+        ("does that coupon work for online orders?", False),
         ("and how much is it?", False),
         ("does the store apply discounts?", False),
         ("and which one has the highest confidence?", False),
@@ -387,6 +390,24 @@ def test_what_a_follow_up_asks_about_in_place_of_the_earlier_subject(question, s
     from crow.chat.agent.cues import substitute
 
     assert substitute(question) == swapped
+
+
+@pytest.mark.parametrize(
+    ("question", "quoted"),
+    [
+        ("and  in\x0bmay?", 'about "in may" in place'),
+        ('and "frozen"?', 'about "frozen" in place'),
+        ('and the "deluxe" one?', "about \"the 'deluxe' one\" in place"),
+        ("and " + "x" * 4000 + "?", ""),  # two words, one of them a paragraph long
+        ("and in may\x00?", ""),
+        ("and how many in may?", ""),
+    ],
+)
+def test_the_hint_quotes_a_few_printable_words_only(question, quoted):
+    from crow.chat.agent.guidance import _asked_again
+
+    hint = _asked_again(question)
+    assert (quoted in hint) if quoted else hint == ""
 
 
 @pytest.mark.parametrize(
