@@ -33,8 +33,9 @@ _DAY = r"(?P<{}>\d{{1,2}})(?:st|nd|rd|th)?"
 # A calendar day or month in words: "November 30th", "nov 30, 2026", "30th of November",
 # "November", "november 2026" (a day or month without a year: its latest before the anchor).
 # "(since) the start of November" starts there and runs on: a 1.5B wrote it as it was asked.
+# "over October": the hint of a follow-up ("and over October?") quotes the user's words.
 _CALENDAR = re.compile(
-    r"^(?:(?P<open>since|from|after) |(?:on|in|during|for|of) )?(?:the )?"
+    r"^(?:(?P<open>since|from|after) |(?:on|in|during|for|of|over) )?(?:the )?"
     r"(?P<start>(?:start|beginning) of )?(?:"
     + f"{_MONTH.format('m1')} {_DAY.format('d1')}|{_DAY.format('d2')} (?:of )?{_MONTH.format('m2')}"
     + f"|{_MONTH.format('m3')})"

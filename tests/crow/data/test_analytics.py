@@ -194,6 +194,7 @@ def test_calendar_words_name_a_day_or_month_the_latest_before_the_anchor_without
     assert resolve("nov 27, 2026", ANCHOR) == nov_27
     # a day past the anchor's, with no year, is last year's; a month is the whole month
     assert resolve("December 25", ANCHOR)[0] == datetime(2025, 12, 25, tzinfo=UTC)
+    assert resolve("over November", ANCHOR) == resolve("in november", ANCHOR)
     assert resolve("in november", ANCHOR) == (
         datetime(2026, 11, 1, tzinfo=UTC),
         datetime(2026, 12, 1, tzinfo=UTC),
