@@ -55,7 +55,7 @@ call gives every channel to compare)
 - "how much does X cost?" -> search_products {"query": "X"}; answer with its price
 - "our cheapest X", "the most expensive X" -> search_products {"query": "X", "sort": \
 "cheapest"} or {"query": "X", "sort": "priciest"}
-- "any unusual spikes lately?" -> search_patterns {"query": "unusual spikes"}
+- "any unusual X lately?" -> search_patterns {"query": "unusual X"}
 - "the most recent X we detected?" -> search_patterns {"query": "X", "sort": "newest"}
 - "what is our policy on X?" -> search_org_context {"query": "X policy"}
 - "how long does X take?", "how much notice for X?" -> \
