@@ -55,6 +55,7 @@ TRUTH_FILES = [
     ROOT / "benchmarks" / "truth_blind33.jsonl",
     ROOT / "benchmarks" / "truth_blind34.jsonl",
     ROOT / "benchmarks" / "truth_blind35.jsonl",
+    ROOT / "benchmarks" / "truth_blind36.jsonl",
 ]
 
 
