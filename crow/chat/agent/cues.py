@@ -75,6 +75,8 @@ def refers_back(message: str) -> bool:
 _SUBSTITUTE = re.compile(
     r"^\W*(?:(?:ok(?:ay)?|so|right)\W+)?(?:(?:and\s+)?(?:does|do|would|will) (?:that|this|it|"
     r"the same(?: [\w-]+)?|those|these) (?:also |still )?(?:apply|go|count|work) (?:to|for)|"
+    r"(?:and\s+)?(?:is|are) (?:it|that|this|those|these) (?:any )?(?:different|the same) "
+    r"(?:for|with)|"
     r"and what about|and how about|and|also|what about|how about|same for|what if)\b"
     r"(?P<rest>.*)$",
     re.I,
@@ -89,7 +91,7 @@ _OWN_QUESTION = re.compile(
 def only_substitutes(message: str) -> bool:
     """A follow-up that asks the question before it again about something else ("what about
     kayaks?", "And on the web?", "ok and if it came by home delivery?", "does the same
-    window apply to kayaks?"): its lead words are not followed by a question of its own, as
+    window apply to kayaks?", "is it different for bikes?"): its lead words are not followed by a question of its own, as
     in "and how much is it?"."""
     return substitute(message) is not None
 

@@ -332,6 +332,7 @@ def test_a_follow_up_is_routed_with_the_question_it_follows(demo):
         ("do basecamp members get any discount on that?", True),  # ends on what came before
         ("does that apply to kayaks too?", True),  # the question before, about kayaks
         ("does the same window apply to kayaks?", True),
+        ("is it any different for sale items?", True),
         ("Which of our stores sells the most of that?", True),
         ("What did customers say about that jacket on social?", False),
         ("Is there one store open on Sundays?", False),
@@ -360,6 +361,11 @@ def test_follow_up_cues(question, follows):
         ("does the same window apply to kayaks?", True),
         ("and does the same window apply to kayaks?", True),
         ("and does that apply to kayaks?", True),
+        ("is it different for bikes or kayaks?", True),
+        ("and is that the same for gift cards?", True),
+        ("are those any different with a coupon?", True),
+        ("is it different from the web count?", False),  # asks a question of its own
+        ("is the same coupon valid online?", False),
         ("do those items count for points?", False),
         ("does that coupon work for online orders?", False),
         ("and how much is it?", False),
@@ -381,6 +387,7 @@ def test_a_follow_up_that_only_swaps_what_it_asks_about(question, substitutes):
         ("and october?", "october"),
         ("ok and in household?", "in household"),
         ("does the same window apply to kayaks?", "kayaks"),
+        ("is it different for bikes or kayaks?", "bikes or kayaks"),
         ("What about social media?", "social media"),
         ("same for?", ""),
         ("and how much is it?", None),
