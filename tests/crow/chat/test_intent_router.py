@@ -364,7 +364,8 @@ def test_follow_up_cues(question, follows):
         ("is it different for bikes or kayaks?", True),
         ("and is that the same for gift cards?", True),
         ("are those any different with a coupon?", True),
-        ("is it different from the web count?", False),  # asks a question of its own
+        ("is it different for how many items?", False),  # asks a question of its own
+        ("is it different from the web count?", False),  # compares, names no new subject
         ("is the same coupon valid online?", False),
         ("do those items count for points?", False),
         ("does that coupon work for online orders?", False),
