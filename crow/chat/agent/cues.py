@@ -73,10 +73,9 @@ def refers_back(message: str) -> bool:
 # only after "the same" ("does the same window apply to kayaks?"): "do those items count for
 # points?" asks something new.
 _SUBSTITUTE = re.compile(
-    r"^\W*(?:(?:ok(?:ay)?|so|right)\W+)?(?:(?:and\s+)?(?:does|do|would|will) (?:that|this|it|"
-    r"the same(?: [\w-]+)?|those|these) (?:also |still )?(?:apply|go|count|work) (?:to|for)|"
-    r"(?:and\s+)?(?:is|are) (?:it|that|this|those|these) (?:any )?(?:different|the same) "
-    r"(?:for|with)|"
+    r"^\W*(?:(?:ok(?:ay)?|so|right)\W+)?(?:(?:and\s+)?(?:(?:does|do|would|will) (?:that|this|"
+    r"it|the same(?: [\w-]+)?|those|these) (?:also |still )?(?:apply|go|count|work) (?:to|for)|"
+    r"(?:is|are) (?:it|that|this|those|these) (?:any )?(?:different|the same) (?:for|with))|"
     r"and what about|and how about|and|also|what about|how about|same for|what if)\b"
     r"(?P<rest>.*)$",
     re.I,
@@ -91,8 +90,8 @@ _OWN_QUESTION = re.compile(
 def only_substitutes(message: str) -> bool:
     """A follow-up that asks the question before it again about something else ("what about
     kayaks?", "And on the web?", "ok and if it came by home delivery?", "does the same
-    window apply to kayaks?", "is it different for bikes?"): its lead words are not followed by a question of its own, as
-    in "and how much is it?"."""
+    window apply to kayaks?", "is it different for bikes?"): its lead words are not followed
+    by a question of its own, as in "and how much is it?"."""
     return substitute(message) is not None
 
 
