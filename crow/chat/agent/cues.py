@@ -227,19 +227,27 @@ _NOT_PREMISE = re.compile(
     re.I,
 )
 PREMISE_WORDS = 4
+# a head setting things side by side is the question's subject, not a premise, and so is one
+# a tail points back at ("web vs social in november, how many each?")
+_TOPIC_HEAD = re.compile(r"\b(?:vs\.?|versus)(?!\w)", re.I)
+_POINTS_BACK = re.compile(r"\b(?:each|both|either)\b", re.I)
 
 
 def asked_part(question: str) -> str:
     """The question without a statement before it that sets it up ("customer says their
     delivery came late, do they get anything back for that?" -> "do they get anything back
     for that?"): the statement's words ("customer says") are not what is asked; the router
-    read them as a search of what customers say, 3 times in the evaluation sets."""
+    read them as a search of what customers say, 3 times in the evaluation sets. A head that
+    sets things side by side ("web vs social in november, how many each?"), or that the tail
+    points back at ("each", "both"), is what is asked about and stays."""
     head, comma, tail = question.partition(",")
     if (
         comma
         and "?" not in head
         and len(head.split()) >= PREMISE_WORDS
         and not _NOT_PREMISE.match(head)
+        and not _TOPIC_HEAD.search(head)
+        and not _POINTS_BACK.search(tail)
         and _ASKING.match(tail)
     ):
         return tail.strip()

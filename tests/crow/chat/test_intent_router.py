@@ -142,6 +142,10 @@ def test_a_statement_before_the_question_is_not_routed():
         "how many web visits last week, and what did people buy?",
         "tents, which is most popular?",
         "customer says their delivery came late. do they get anything?",
+        # a head setting things side by side, or one the tail points back at, is the subject
+        "web vs social in november, how many each?",
+        "instagram versus tiktok mentions this month, which is higher?",
+        "the store cameras and the website last week, how many for both?",
     ):
         assert asked_part(kept) == kept
 
