@@ -55,6 +55,8 @@ _THIS = re.compile(
     r"|this )(?P<unit>month|year)$"
 )
 _TO_DATE = {"year to date": "year", "ytd": "year", "month to date": "month"}
+# A whole day before the anchor's: "yesterday", "the day before yesterday".
+_DAYS_BACK = {"yesterday": 1, "day before yesterday": 2, "the day before yesterday": 2}
 _RECENT = {"recent", "recently", "lately", "latest", "new", "newest", "this week"}
 _ALL = {"", "all", "all time", "ever", "any", "anytime", "none", "null"}
 # The end of the data, an instant: a 1.5B counting "web interactions past 7 days?" wrote
@@ -118,9 +120,9 @@ def _resolve(expr: str | None, anchor: datetime) -> tuple[datetime | None, datet
         return anchor - timedelta(days=7), end
     if text == "today":
         return _start_of_day(anchor), end
-    if text == "yesterday":
-        today = _start_of_day(anchor)
-        return today - timedelta(days=1), today
+    if back := _DAYS_BACK.get(text):
+        day = _start_of_day(anchor) - timedelta(days=back)
+        return day, day + timedelta(days=1)
     if re.fullmatch(r"(?:in )?\d{4}", text):  # a year names all of it: "2025", "in 2025"
         year = int(text[-4:])
         return datetime(year, 1, 1, tzinfo=UTC), datetime(year + 1, 1, 1, tzinfo=UTC)
@@ -195,7 +197,7 @@ def _names_one_span(expr: str | None) -> bool:
     if (m := _CALENDAR.match(text)) is not None:
         return not (m["open"] or m["start"])
     m = _PREVIOUS_MONTH.match(text)
-    return text == "yesterday" or (m is not None and not m["open"])
+    return text in _DAYS_BACK or (m is not None and not m["open"])
 
 
 def _calendar(text: str, anchor: datetime) -> tuple[datetime, datetime] | None:

@@ -158,6 +158,10 @@ def test_dates_and_ranges():
     assert resolve_range("Yesterday", None, ANCHOR) == day_before
     assert resolve_range("yesterday", "all time", ANCHOR) == day_before
     assert resolve_range("yesterday", "now", ANCHOR)[1] == ANCHOR + timedelta(microseconds=1)
+    # "and the day before that?" after yesterday's count: that day alone (blind36)
+    two_back = (datetime(2026, 11, 26, tzinfo=UTC), datetime(2026, 11, 27, tzinfo=UTC))
+    assert resolve_range("the day before yesterday", None, ANCHOR) == two_back
+    assert resolve_range("Day before yesterday.", "all time", ANCHOR) == two_back
     # a `since` that names the present starts nothing: all the data up to the latest
     assert resolve_range("right now", "right now", ANCHOR) == (None, None)
     assert resolve_range("Now", None, ANCHOR) == resolve_range("so far", "now", ANCHOR)
