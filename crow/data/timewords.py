@@ -121,8 +121,8 @@ def _resolve(expr: str | None, anchor: datetime) -> tuple[datetime | None, datet
     if text == "today":
         return _start_of_day(anchor), end
     if back := _DAYS_BACK.get(text):
-        day = _start_of_day(anchor) - timedelta(days=back)
-        return day, day + timedelta(days=1)
+        midnight = _start_of_day(anchor) - timedelta(days=back)
+        return midnight, midnight + timedelta(days=1)
     if re.fullmatch(r"(?:in )?\d{4}", text):  # a year names all of it: "2025", "in 2025"
         year = int(text[-4:])
         return datetime(year, 1, 1, tzinfo=UTC), datetime(year + 1, 1, 1, tzinfo=UTC)
