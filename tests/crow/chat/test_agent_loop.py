@@ -463,3 +463,46 @@ def test_a_query_copied_from_the_routing_hint_is_an_error_result_for_the_model(d
     assert not copied["ok"] and "words of the routing hint" in copied["error"]
     assert "write the query from what the question asks" in state.messages[-2].content
     assert kept["ok"] and kept["results"] > 0
+
+
+def test_a_follow_ups_search_without_its_new_subject_is_sent_back_once(demo):
+    """blind32/34/35: "ok and in household?" after the top frozen product searched "Frozen
+    Berries Mini", the earlier answer's product, and named it again. Such a call is not run;
+    its result names what the follow-up asks about. The same call made again runs. A query
+    with the new subject, a channel or time that says it, a ranking word or a reference back
+    ("the other one") is run at once."""
+    from crow.chat.agent.follow_up_query import left_out_subject
+    from crow.chat.agent.runner import fresh_calls, run_tools
+    from crow.chat.agent.step import AgentRun
+    from crow.chat.agent.tools import TOOLS_BY_NAME
+
+    earlier = [
+        "what's the most popular frozen product?",
+        "The most popular frozen product is Frozen Berries Mini, with 649 interactions.",
+    ]
+    copied = {"query": "Frozen Berries Mini", "sort": "popularity"}
+    assert left_out_subject(copied, "ok and in household?", earlier) == "in household"
+    assert left_out_subject({"query": ""}, "and in bakery?", earlier) == "in bakery"
+    for arguments, question in (
+        ({"query": "household", "sort": "popularity"}, "ok and in household?"),
+        ({"query": "", "sort": "popularity", "channel": "social"}, "and on instagram?"),
+        ({"query": "frozen", "since": "2026-05-01"}, "and in May?"),
+        ({"query": "frozen", "sort": "cheapest"}, "and the cheapest?"),
+        (copied, "what about the other one?"),
+        (copied, "what does it cost?"),
+        ({"channel": "cctv", "since": "yesterday"}, "and the day before that?"),
+        ({"query": "Frozen Berries Mini"}, "and in household?"),  # no conversation before
+    ):
+        before = earlier if question != "and in household?" else []
+        assert left_out_subject(arguments, question, before) == "", (arguments, question)
+
+    state = AgentRun(
+        [Message.user(earlier[0]), Message.assistant(earlier[1]), Message.user("and in dairy?")],
+        lambda event: None,
+    )
+    again = ToolCall(id="c1", name="search_products", arguments=copied)
+    (refused,) = asyncio.run(run_tools(TOOLS_BY_NAME, [again], state, ctx_for(demo), 10.0))
+    assert not refused["ok"] and "'in dairy'" in refused["error"]
+    assert fresh_calls([again], state.seen) == [again]  # not a repeat of a call answered
+    (ran,) = asyncio.run(run_tools(TOOLS_BY_NAME, [again], state, ctx_for(demo), 10.0))
+    assert ran["ok"] and ran["results"] > 0
