@@ -10,7 +10,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from crow.chat.agent.context import ToolContext
-from crow.chat.agent.follow_up_query import left_out_subject
 from crow.chat.agent.guidance import copies_the_hint
 from crow.chat.agent.sources import Source
 from crow.chat.agent.step import AgentRun
@@ -67,38 +66,21 @@ async def run_tool(
     return step, content, sources
 
 
-def _refusal(call: ToolCall, run: AgentRun) -> str | None:
-    """Why a call is not run but sent back to the model once, or None: a query copied from
-    the routing hint, or a follow-up's search without what the follow-up asks about. The
-    same call made again after its refusal runs."""
-    if _key(call) in run.refused:
-        return None
+def _hint_copied(call: ToolCall, hint: str, asked: Sequence[str]) -> str | None:
     query = call.arguments.get("query")
-    said = [m.content for m in run.messages if m.role in ("user", "assistant")]
-    asked = [m.content for m in run.messages if m.role == "user"]
-    if isinstance(query, str) and copies_the_hint(query, run.hint, asked):
+    if isinstance(query, str) and copies_the_hint(query, hint, asked):
         return (
             f"the query {query!r} is words of the routing hint, not of the question; "
             "write the query from what the question asks about"
         )
-    if asked and (subject := left_out_subject(call.arguments, asked[-1], said[:-1])):
-        return (
-            f"the follow-up asks about {subject!r} in place of what was asked before, and "
-            f"the query {query!r} repeats the earlier conversation without it; write the "
-            f"query about {subject!r}"
-        )
     return None
-
-
-def _key(call: ToolCall) -> str:
-    return json.dumps([call.name, call.arguments], sort_keys=True, default=str)
 
 
 def fresh_calls(calls: Sequence[ToolCall], seen: set[str]) -> list[ToolCall]:
     """The calls not run before in this answer (small models repeat themselves)."""
     fresh = []
     for call in calls:
-        key = _key(call)
+        key = json.dumps([call.name, call.arguments], sort_keys=True, default=str)
         if key not in seen:
             seen.add(key)
             fresh.append(call)
@@ -114,15 +96,11 @@ async def run_tools(
 ) -> list[dict[str, Any]]:
     """One step's calls in parallel; their results join the run's messages in call order."""
     started = time.perf_counter()
-    refusals = [_refusal(c, run) for c in calls]
-    for call, refusal in zip(calls, refusals, strict=True):
-        if refusal is not None:  # made again, it runs: not a repeat of a call answered
-            run.refused.add(_key(call))
-            run.seen.discard(_key(call))
+    asked = [m.content for m in run.messages if m.role == "user"]
     results = await asyncio.gather(
         *(
-            run_tool(tools.get(c.name), c, ctx, timeout_s, refusal)
-            for c, refusal in zip(calls, refusals, strict=True)
+            run_tool(tools.get(c.name), c, ctx, timeout_s, _hint_copied(c, run.hint, asked))
+            for c in calls
         )
     )
     run.tools_s += time.perf_counter() - started

@@ -27,7 +27,6 @@ class AgentRun:
     returned: list[Source] = field(default_factory=list)
     outputs: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     seen: set[str] = field(default_factory=set)  # tool calls already run (name + arguments)
-    refused: set[str] = field(default_factory=set)  # ... sent back once, not run (runner)
     steps: list[dict[str, Any]] = field(default_factory=list)
     shown: str = ""  # the answer text streamed to the client so far
     calls: int = 0  # model calls made
