@@ -241,7 +241,8 @@ def short_of_question(
 ) -> str | None:
     """What an answer that is not wrong leaves of the question (it repeats an earlier answer,
     gives one side of a comparison, or one channel's count for all of them, or names none of
-    the patterns it rests on): worth one correction, never a composed answer."""
+    the patterns it rests on): worth one correction; only one side of a comparison given
+    again is composed (crow.chat.agent.loop)."""
     return (
         repeated(text, earlier_answers(messages), question, outputs)
         or half_compared(text, outputs, question)
@@ -285,8 +286,8 @@ def half_compared(text: str, outputs: Outputs, question: str) -> str | None:
     each"), and the answer states the summary's figure for some of them only: given every
     channel's count, a 1.5B stated the one it had called for, or the busiest and the
     quietest of three. An answer that states no channel's figure (a total and shares), or
-    every one, is left alone. Only a correction: an answer that gives one of two figures is
-    short of the question, not wrong."""
+    every one, is left alone. A correction first; given one side again, the answer is
+    composed from the results (crow.chat.agent.loop): it answers half the question."""
     named = channels_named(question)
     every = asks_every_channel(question)
     if len(named) < 2 and not every:

@@ -41,9 +41,15 @@ def _one(name: str, c: dict[str, Any]) -> str:
         by = c.get("by_channel", {})
         scope = f" on the {c['channel']} channel" if c.get("channel") else ""
         span = f" from {c['period']}" if c.get("period") else ""
+        # a channel's count comes with every channel's over the same period: the composed
+        # answer to "web vs social, how many each?" gives both
+        every = c.get("every_channel_same_period") or {}
         breakdown = ", ".join(f"{n:,} {ch}" for ch, n in by.items() if n)
+        beside = ", ".join(f"{n:,} {ch}" for ch, n in every.items())
+        if c.get("channel"):
+            breakdown = f"every channel in the same period: {beside}" if beside else ""
         return f"You have **{c['total_interactions']:,}** interactions{scope}{span}" + (
-            f" ({breakdown})." if breakdown and not c.get("channel") else "."
+            f" ({breakdown})." if breakdown else "."
         )
     if name == "search_products":
         rows = c.get("products", [])

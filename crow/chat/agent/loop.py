@@ -33,6 +33,7 @@ from typing import Any
 from crow.chat.agent.checks import (
     answer_problem,
     for_correction,
+    half_compared,
     short_of_question,
 )
 from crow.chat.agent.compose import ECHO_STOPS, compose
@@ -184,8 +185,10 @@ class Agent:
         self, run: AgentRun, text: str, fallback: str | None
     ) -> tuple[str, str | None]:
         """One correction round for an answer that fails a check, then the composed answer
-        (a repeat of an earlier answer, or a comparison with one side's figure, only gets the
-        correction)."""
+        (a repeat of an earlier answer, one channel's count for all of them or an answer
+        naming no pattern only gets the correction; a comparison given one side's figure
+        twice is composed: blind33 and blind37, the only two such answers in the stored runs,
+        were both wrong)."""
         question = question_of(run.messages)
         problem = answer_problem(text, run.outputs, question) or short_of_question(
             text, run.outputs, run.messages, question, run.returned
@@ -196,7 +199,10 @@ class Agent:
         run.messages = for_correction(run.messages, problem)
         with contextlib.suppress(ModelError):
             text = (await self._step(run, tools=False)).text
-            if (problem := answer_problem(text, run.outputs, question)) is None:
+            problem = answer_problem(text, run.outputs, question) or half_compared(
+                text, run.outputs, question
+            )
+            if problem is None:
                 return text, fallback
             log.info("corrected answer failed too (%s): %.200r", problem, text)
         return compose(run.outputs), "composed"

@@ -154,8 +154,9 @@ def test_a_comparison_with_the_channels_beside_a_channels_count_passes(demo):
 
 def test_one_side_of_a_compared_pair_gets_one_correction_round(demo):
     """Asked for both channels' counts, a 1.5B stated the one it had called for: the
-    correction names both channels with their figures; one side again is kept (short of the
-    question, not wrong), never composed. An answer with both, or with none, passes."""
+    correction names both channels with their figures; one side again (blind33, blind37) is
+    replaced by an answer composed from the results, which gives every channel's count. An
+    answer with both, or with none, passes."""
     by = demo.analytics.interaction_summary("acme-outdoor")["by_channel"]
     question = "compare web and cctv interactions, I need both counts"
     one = f"The web had {by['web']:,} interactions."
@@ -176,9 +177,10 @@ def test_one_side_of_a_compared_pair_gets_one_correction_round(demo):
     twice = ScriptedChatModel(
         [call("get_interaction_summary", channel="web"), *[AssistantTurn(text=one)] * 2]
     )
-    kept = run(Agent(twice), ctx_for(demo), question)
+    composed = run(Agent(twice), ctx_for(demo), question)
     twice.assert_complete()
-    assert kept.content == one and kept.fallback is None
+    assert composed.fallback == "composed"
+    assert f"{by['web']:,}" in composed.content and f"{by['cctv']:,} cctv" in composed.content
 
     for text in (both, "The web is busier than the cameras."):
         model = ScriptedChatModel([call("get_interaction_summary"), AssistantTurn(text=text)])
