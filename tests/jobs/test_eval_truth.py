@@ -56,6 +56,7 @@ TRUTH_FILES = [
     ROOT / "benchmarks" / "truth_blind34.jsonl",
     ROOT / "benchmarks" / "truth_blind35.jsonl",
     ROOT / "benchmarks" / "truth_blind36.jsonl",
+    ROOT / "benchmarks" / "truth_blind37.jsonl",
 ]
 
 
