@@ -219,6 +219,10 @@ def wrong_channel(text: str, summaries: list[dict[str, Any]], question: str = ""
     )
 
 
+LEAST_COUNT = 10
+"""A smaller figure in an answer is not read as a count ("2 channels", "top 3")."""
+
+
 def _counts_stated(text: str) -> list[float]:
     stated = []
     for whole, decimals, unit in _FIGURE.findall(_DATE.sub(" ", text)):
@@ -227,7 +231,7 @@ def _counts_stated(text: str) -> list[float]:
             continue
         value = float(whole.replace(",", "") + (decimals or ""))
         value *= 1000 if unit in ("k", "thousand") else 1
-        if value >= 10:
+        if value >= LEAST_COUNT:
             stated.append(value)
     return stated
 
@@ -287,26 +291,30 @@ def half_compared(text: str, outputs: Outputs, question: str) -> str | None:
     channel's count, a 1.5B stated the one it had called for, or the busiest and the
     quietest of three. An answer that states no channel's figure (a total and shares), or
     every one, is left alone. A correction first; given one side again, the answer is
-    composed from the results (crow.chat.agent.loop): it answers half the question."""
+    composed from the results (crow.chat.agent.loop): it answers half the question. A
+    channel's figure from any of the summaries called counts as given (one per channel and
+    day, say), and a channel whose figure is too small to read as a count is not asked for."""
     named = channels_named(question)
     every = asks_every_channel(question)
     if len(named) < 2 and not every:
         return None
-    stated = _counts_stated(text)
+    figures: dict[str, list[int]] = {}  # each asked channel's figures, over every summary
     for name, content in outputs:
         if name != "get_interaction_summary" or "error" in content:
             continue
         counts = content.get("every_channel_same_period") or content.get("by_channel") or {}
-        asked = named if len(named) >= 2 else list(counts)
-        figures = {ch: int(counts[ch]) for ch in asked if ch in counts}
-        given = [ch for ch, n in figures.items() if any(_close(v, {n}) for v in stated)]
-        if len(figures) >= 2 and given and len(given) < len(figures):
-            listed = " and ".join(f"{ch} ({n:,})" for ch, n in figures.items())
-            return (
-                f"The question asks about {listed}; your answer gives the figure for "
-                f"{', '.join(given)} only."
-            )
-    return None
+        for ch in named if len(named) >= 2 else counts:
+            if int(counts.get(ch, 0)) >= LEAST_COUNT:
+                figures.setdefault(ch, []).append(int(counts[ch]))
+    stated = _counts_stated(text)
+    given = [ch for ch, ns in figures.items() if any(_close(v, set(ns)) for v in stated)]
+    if len(figures) < 2 or not given or len(given) == len(figures):
+        return None
+    listed = " and ".join(f"{ch} ({ns[0]:,})" for ch, ns in figures.items())
+    return (
+        f"The question asks about {listed}; your answer gives the figure for "
+        f"{', '.join(given)} only."
+    )
 
 
 def invented_names(text: str, outputs: Outputs, question: str = "") -> list[str]:

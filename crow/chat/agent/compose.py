@@ -45,7 +45,7 @@ def _one(name: str, c: dict[str, Any]) -> str:
         # answer to "web vs social, how many each?" gives both
         every = c.get("every_channel_same_period") or {}
         breakdown = ", ".join(f"{n:,} {ch}" for ch, n in by.items() if n)
-        beside = ", ".join(f"{n:,} {ch}" for ch, n in every.items())
+        beside = ", ".join(f"{n:,} {ch}" for ch, n in every.items() if n)
         if c.get("channel"):
             breakdown = f"every channel in the same period: {beside}" if beside else ""
         return f"You have **{c['total_interactions']:,}** interactions{scope}{span}" + (

@@ -186,9 +186,9 @@ class Agent:
     ) -> tuple[str, str | None]:
         """One correction round for an answer that fails a check, then the composed answer
         (a repeat of an earlier answer, one channel's count for all of them or an answer
-        naming no pattern only gets the correction; a comparison given one side's figure
-        twice is composed: blind33 and blind37, the only two such answers in the stored runs,
-        were both wrong)."""
+        naming no pattern only gets the correction; a comparison given one side's figure,
+        corrected for it and given one side again, is composed: blind33's and blind37's, the
+        only two such answers in the stored runs, were both wrong)."""
         question = question_of(run.messages)
         problem = answer_problem(text, run.outputs, question) or short_of_question(
             text, run.outputs, run.messages, question, run.returned
@@ -196,11 +196,12 @@ class Agent:
         if problem is None or not run.outputs or fallback == "composed":
             return text, fallback
         log.info("answer check failed (%s): %.200r", problem, text)
+        halved = problem == half_compared(text, run.outputs, question)
         run.messages = for_correction(run.messages, problem)
         with contextlib.suppress(ModelError):
             text = (await self._step(run, tools=False)).text
-            problem = answer_problem(text, run.outputs, question) or half_compared(
-                text, run.outputs, question
+            problem = answer_problem(text, run.outputs, question) or (
+                half_compared(text, run.outputs, question) if halved else None
             )
             if problem is None:
                 return text, fallback

@@ -233,6 +233,51 @@ def test_a_breakdown_by_channel_short_of_a_channel_gets_one_correction_round(dem
         model.assert_complete()
 
 
+def test_a_comparisons_check_reads_every_summary_and_no_figure_too_small_to_be_a_count():
+    """A channel whose figure is under 10 (or none at all) is not asked for: the answer
+    cannot be seen to state it. A channel given from another summary of the answer (one per
+    day) counts as given."""
+    from crow.chat.agent.checks import half_compared
+
+    def summary(channel: str, **every: int) -> tuple[str, dict]:
+        return "get_interaction_summary", {
+            "channel": channel,
+            "total_interactions": every[channel],
+            "every_channel_same_period": every,
+        }
+
+    question = "web vs social yesterday, how many each?"
+    small = [summary("web", web=94, social=7, cctv=0)]
+    assert half_compared("**Web:** 94\n**Social:** 7", small, question) is None
+    table = "| web | 13 |\n| social | 10 |\n| cctv | 4 |"
+    by_day = [summary("web", web=13, social=10, cctv=4), summary("social", web=9, social=8)]
+    assert half_compared(table, by_day[:1], "break down yesterday by channel, each") is None
+    two_days = "web on november 27th vs social on november 28th, how many each?"
+    assert half_compared("Web (Nov 27): 13. Social (Nov 28): 80.", by_day, two_days)
+    days = [summary("web", web=13, social=10), summary("social", web=90, social=80)]
+    assert half_compared("Web (Nov 27): 13. Social (Nov 28): 80.", days, two_days) is None
+    assert "social (10)" in half_compared("Web: 13.", days, two_days)
+
+
+def test_an_answer_corrected_for_another_problem_is_not_composed_for_one_side(demo):
+    """Only an answer corrected for giving one side is composed when it gives one side
+    again: one corrected for talk of a tool, which then answers "which is busier?" with the
+    busier side's figure, is kept."""
+    by = demo.analytics.interaction_summary("acme-outdoor")["by_channel"]
+    busier = max(("web", "cctv"), key=by.__getitem__)
+    answer = f"The {busier} is busier, with {by[busier]:,} interactions."
+    model = ScriptedChatModel(
+        [
+            call("get_interaction_summary", channel="all"),
+            AssistantTurn(text="I called get_interaction_summary for you."),
+            AssistantTurn(text=answer),
+        ]
+    )
+    result = run(Agent(model), ctx_for(demo), "web vs cctv, which is busier?")
+    model.assert_complete()
+    assert result.content == answer and result.fallback is None
+
+
 def test_one_channels_count_for_a_question_about_all_gets_one_correction_round(demo):
     """Asked how many interactions there were on a day, a 1.5B counted the web and answered
     with its figure: the correction names the total of every channel; the total then
