@@ -57,6 +57,7 @@ TRUTH_FILES = [
     ROOT / "benchmarks" / "truth_blind35.jsonl",
     ROOT / "benchmarks" / "truth_blind36.jsonl",
     ROOT / "benchmarks" / "truth_blind37.jsonl",
+    ROOT / "benchmarks" / "truth_blind38.jsonl",
 ]
 
 
