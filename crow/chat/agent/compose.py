@@ -36,18 +36,20 @@ def compose(outputs: list[tuple[str, dict[str, Any]]]) -> str:
     return "\n\n".join(parts) or "I could not find anything in your data for that question."
 
 
+def _per_channel(counts: dict[str, int]) -> str:
+    return ", ".join(f"{n:,} {ch}" for ch, n in counts.items() if n)
+
+
 def _one(name: str, c: dict[str, Any]) -> str:
     if name == "get_interaction_summary":
-        by = c.get("by_channel", {})
         scope = f" on the {c['channel']} channel" if c.get("channel") else ""
         span = f" from {c['period']}" if c.get("period") else ""
-        # a channel's count comes with every channel's over the same period: the composed
-        # answer to "web vs social, how many each?" gives both
-        every = c.get("every_channel_same_period") or {}
-        breakdown = ", ".join(f"{n:,} {ch}" for ch, n in by.items() if n)
-        beside = ", ".join(f"{n:,} {ch}" for ch, n in every.items() if n)
-        if c.get("channel"):
+        if c.get("channel"):  # it comes with every channel's count over the same period: the
+            # composed answer to "web vs social, how many each?" gives both
+            beside = _per_channel(c.get("every_channel_same_period") or {})
             breakdown = f"every channel in the same period: {beside}" if beside else ""
+        else:
+            breakdown = _per_channel(c.get("by_channel", {}))
         return f"You have **{c['total_interactions']:,}** interactions{scope}{span}" + (
             f" ({breakdown})." if breakdown else "."
         )
