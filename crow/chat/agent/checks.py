@@ -251,7 +251,7 @@ def short_of_question(
         repeated(text, earlier_answers(messages), question, outputs)
         or half_compared(text, outputs, question)
         or one_channel_for_all(text, outputs, messages, question)
-        or names_no_pattern(text, [name for name, _ in outputs], returned)
+        or names_no_pattern(text, outputs, returned)
     )
 
 

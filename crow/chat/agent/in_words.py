@@ -5,12 +5,17 @@ than it reads JSON rows; the call and the rows stay the model's."""
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from crow.chat.agent.context import ToolContext
 from crow.chat.agent.cues import channels_named
 from crow.chat.agent.passages import closest
-from crow.chat.agent.ranking_cues import asks_confidence, asks_extreme, asks_least_confident
+from crow.chat.agent.ranking_cues import (
+    asks_confidence,
+    asks_extreme,
+    asks_least_confident,
+    ranks_confidence,
+)
 from crow.chat.agent.tool_reads import day
 from crow.retrieval.sort_order import PRICE_ORDER
 
@@ -82,9 +87,24 @@ def products_in_words(
     )
 
 
+RANKED_FIRST = "ranked_first"
+"""The key of a pattern search's result that holds the title a ranking the question asks for
+put first (Asked.ranked)."""
+
+
+class Asked(NamedTuple):
+    """The pattern a question asks about: why it is the one (the lead of the written line),
+    the row, and whether a ranking the question asks for picked it (the newest, the most or
+    least confident: its title is then the answer, checks.names_no_pattern)."""
+
+    lead: str
+    row: dict[str, Any]
+    ranked: bool = False
+
+
 async def pattern_asked(
     rows: list[dict[str, Any]], ctx: ToolContext, kind: str | None = None, newest: bool = False
-) -> tuple[str, dict[str, Any]]:
+) -> Asked:
     """The pattern the question asks about, and why: the most (or least) confident, asked how
     sure ("which anomaly are you most confident about?": a 1.5B named another of the six
     rows, 3 times of 3), else the one closest to the user's question (the model's query is
@@ -94,17 +114,18 @@ async def pattern_asked(
     the latest detected, and the first is the one asked about unless the question asks how
     sure."""
     if asks_confidence(ctx.question):
-        ranked = [p for p in rows if p["type"] == kind] or rows  # "which anomaly ...": of those
+        of_kind = [p for p in rows if p["type"] == kind] or rows  # "which anomaly ...": of those
         least = asks_least_confident(ctx.question)
         lead = "Least confident" if least else "Most confident"
-        top = (min if least else max)(ranked, key=lambda p: p["confidence"])
-        return lead + (f" {kind}" if ranked is not rows else ""), top
+        top = (min if least else max)(of_kind, key=lambda p: p["confidence"])
+        named = lead + (f" {kind}" if of_kind is not rows else "")
+        return Asked(named, top, ranked=ranks_confidence(ctx.question))  # not "how sure?"
     if newest:
-        return f"Most recently detected, on {day(rows[0]['detected_at'])}", rows[0]
+        return Asked(f"Most recently detected, on {day(rows[0]['detected_at'])}", rows[0], True)
     lead, top = "Closest to the question", await closest_pattern(rows, ctx)
-    if extreme := asks_extreme(ctx.question):
-        return extreme_alike(rows, top, extreme) or (lead, top)
-    return lead, top
+    if (extreme := asks_extreme(ctx.question)) and (alike := extreme_alike(rows, top, extreme)):
+        return Asked(*alike)
+    return Asked(lead, top)
 
 
 def patterns_in_words(rows: list[dict[str, Any]], lead: str) -> str:

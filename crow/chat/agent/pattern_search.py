@@ -14,6 +14,7 @@ from crow.chat.agent.cues import (
     pattern_type_named,
 )
 from crow.chat.agent.in_words import (
+    RANKED_FIRST,
     closest_pattern,
     extreme_alike,
     pattern_asked,
@@ -51,8 +52,8 @@ async def search_patterns(args: PatternArgs, ctx: ToolContext) -> ToolOutput:
     elif hits and not newest and (extreme := asks_extreme(ctx.question)):
         hits = await _with_the_extreme(hits, extreme, args.query, ctx, since)
     if hits:  # the one asked about first: a 1.5B stated the first row's store, not the lead's
-        lead, top = await pattern_asked(hits, ctx, kind, newest)
-        hits = [top, *(h for h in hits if h is not top)]
+        asked = await pattern_asked(hits, ctx, kind, newest)
+        hits = [asked.row, *(h for h in hits if h is not asked.row)]
     rows = [
         {
             "id": h["id"],
@@ -66,7 +67,9 @@ async def search_patterns(args: PatternArgs, ctx: ToolContext) -> ToolOutput:
     ]
     content: dict[str, Any] = {"patterns": rows}
     if rows:
-        content["in_words"] = patterns_in_words(rows, lead)
+        content["in_words"] = patterns_in_words(rows, asked.lead)
+        if asked.ranked:  # the answer is this title (checks: unnamed.names_no_pattern)
+            content[RANKED_FIRST] = asked.row["title"]
     return ToolOutput(
         noted(content, type=args.type, since=args.since),
         [Source(type="pattern", id=h["id"], title=h["title"], detail=h["type"]) for h in hits],

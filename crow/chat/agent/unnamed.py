@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
+from crow.chat.agent.in_words import RANKED_FIRST
 from crow.chat.agent.sources import Source, with_footnotes
 
 _WORD = re.compile(r"[a-z0-9]{3,}")
@@ -18,7 +20,43 @@ _NEGATION = re.compile(r"\b(?:no|none|not|nothing|neither|nor)\b|n't\b", re.I)
 _FIGURE = re.compile(r"\d\s?(?:%|percent\b)|\d\.\d", re.I)
 
 
-def names_no_pattern(text: str, tools: Sequence[str], returned: Sequence[Source]) -> str | None:
+def names_no_pattern(
+    text: str, outputs: Sequence[tuple[str, dict[str, Any]]], returned: Sequence[Source]
+) -> str | None:
+    """Why an answer says nothing its pattern search found (or names not the pattern a ranking
+    the question asks for put first, names_no_ranked), or None."""
+    plain = with_footnotes(text, ())
+    said = set(_WORD.findall(plain.casefold()))
+    return names_no_ranked(said, outputs) or _names_none(
+        plain, said, [name for name, _ in outputs], returned
+    )
+
+
+def names_no_ranked(said: set[str], outputs: Sequence[tuple[str, dict[str, Any]]]) -> str | None:
+    """Asked for the newest pattern, or the one it is most (least) sure of, the answer is that
+    pattern's title: a 1.5B named the right pattern in its own words ("a cart abandonment jump
+    at the shipping step"), with the title only in the footnote, twice in one blind set; a
+    share or a date does not answer which one. An answer naming any of the searches' firsts
+    is left alone. Only a correction: never composed."""
+    firsts = [
+        c[RANKED_FIRST] for name, c in outputs if name == "search_patterns" and RANKED_FIRST in c
+    ]
+    if not firsts or any(_named(title, said) for title in firsts):
+        return None
+    return (
+        f"The pattern your search ranked first is {firsts[-1]!r}; your answer does not name "
+        "it. Start your answer with that title, word for word, then give its figures."
+    )
+
+
+def _named(title: str, said: set[str]) -> bool:
+    """Every word of the title, three letters or more, is in the answer."""
+    return set(_WORD.findall(title.casefold())) <= said
+
+
+def _names_none(
+    plain: str, said: set[str], tools: Sequence[str], returned: Sequence[Source]
+) -> str | None:
     """Why an answer resting on the pattern search alone says nothing it found, or None: it
     names none of the patterns (every word of a title, three letters or more, in the text,
     footnotes aside) and states none of their figures (a share or a decimal: "There are 6
@@ -30,13 +68,7 @@ def names_no_pattern(text: str, tools: Sequence[str], returned: Sequence[Source]
     titles = [s.title for s in returned if s.type == "pattern"]
     if not titles or set(tools) != {"search_patterns"}:
         return None
-    plain = with_footnotes(text, ())
-    said = set(_WORD.findall(plain.casefold()))
-    if (
-        _NEGATION.search(plain)
-        or _FIGURE.search(plain)
-        or any(set(_WORD.findall(title.casefold())) <= said for title in titles)
-    ):
+    if _NEGATION.search(plain) or _FIGURE.search(plain) or any(_named(t, said) for t in titles):
         return None
     return (
         "Your answer says nothing the pattern search found. Start your answer with the "

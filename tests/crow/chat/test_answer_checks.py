@@ -576,3 +576,48 @@ def test_a_pattern_answer_that_names_no_pattern_gets_one_correction_round(demo):
         model = ScriptedChatModel([*calls, AssistantTurn(text=text)])
         assert run(Agent(model), ctx_for(demo), question).content.startswith(text)
         model.assert_complete()
+
+
+def test_the_pattern_a_ranking_put_first_is_named_or_corrected_once(demo):
+    """Asked for the newest anomaly, a 1.5B named the right pattern in its own words, with a
+    share from its finding, and the title only in the footnote: the correction names the
+    title the search ranked first; named, the answer stands, and a strong model's answer
+    naming it passes unchanged. "How sure are you about that one?" ranks nothing: its answer
+    needs no title."""
+    question = "what's the most recent anomaly we flagged?"
+    ctx = dataclasses.replace(ctx_for(demo), question=question)
+    newest = asyncio.run(search_patterns(PatternArgs(query="anomaly", sort="newest"), ctx))
+    first = newest.content["ranked_first"]
+    assert first == newest.sources[0].title and newest.sources[0].detail == "anomaly"
+    own_words = "The latest anomaly is a 31% jump in that store's queue at the weekend."
+    named = f"The most recent anomaly is **{first}**, detected on {newest.content['patterns'][0]['detected']}."
+    model = ScriptedChatModel(
+        [
+            call("search_patterns", query="anomaly", sort="newest"),
+            AssistantTurn(text=own_words),
+            AssistantTurn(text=named),
+        ]
+    )
+    answer = run(Agent(model), ctx_for(demo), question)
+    model.assert_complete()
+    correction = model.calls[2].messages[-1].content
+    assert f"ranked first is {first!r}" in correction
+    assert answer.content.startswith(named) and answer.fallback is None
+
+    strong = ScriptedChatModel(
+        [
+            call("search_patterns", query="anomaly", sort="newest"),
+            AssistantTurn(text=f"## Latest anomaly\n\n- **{first}** (confidence 0.91)"),
+        ]
+    )
+    assert run(Agent(strong), ctx_for(demo), question).content.startswith("## Latest anomaly")
+    strong.assert_complete()
+
+    how_sure = "how sure are you about that one?"
+    sure_ctx = dataclasses.replace(ctx_for(demo), question=how_sure)
+    topic = asyncio.run(search_patterns(PatternArgs(query=first), sure_ctx))
+    assert "ranked_first" not in topic.content
+    surest = dataclasses.replace(ctx_for(demo), question="which anomaly are we most sure of?")
+    assert (
+        "ranked_first" in asyncio.run(search_patterns(PatternArgs(query="anomaly"), surest)).content
+    )
