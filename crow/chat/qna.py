@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import time
 
+from crow.chat.agent.answer import AgentAnswer
 from crow.chat.agent.context import ToolContext
-from crow.chat.agent.loop import AgentAnswer
 from crow.chat.agent.sources import select_sources, with_footnotes
 from crow.chat.agent.tool_args import OrgContextArgs
 from crow.chat.agent.tools import search_org_context

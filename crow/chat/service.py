@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from crow.background import Background
+from crow.chat.agent.answer import AgentAnswer
 from crow.chat.agent.config import AgentConfig
-from crow.chat.agent.loop import Agent, AgentAnswer
+from crow.chat.agent.loop import Agent
 from crow.chat.agent.prompts import opening
 from crow.chat.agent.tool import Tool
 from crow.chat.agent.tools import TOOLS

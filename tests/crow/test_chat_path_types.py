@@ -12,8 +12,9 @@ from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
 from crow.api import deps, routes_chat
 from crow.app import LocalApp
+from crow.chat.agent.answer import AgentAnswer
 from crow.chat.agent.context import ToolContext
-from crow.chat.agent.loop import Agent, AgentAnswer
+from crow.chat.agent.loop import Agent
 from crow.chat.agent.tool import Tool, ToolOutput
 from crow.chat.service import ChatService
 from crow.facades import (

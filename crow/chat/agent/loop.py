@@ -26,10 +26,10 @@ import dataclasses
 import logging
 import time
 from collections.abc import AsyncGenerator, Sequence
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from crow.chat.agent.answer import AgentAnswer, finish
 from crow.chat.agent.checks import (
     answer_problem,
     for_correction,
@@ -42,7 +42,6 @@ from crow.chat.agent.context import ToolContext
 from crow.chat.agent.events import Emit, events_of
 from crow.chat.agent.guidance import Guidance, earlier_question, offered, question_of
 from crow.chat.agent.runner import fresh_calls, run_tools
-from crow.chat.agent.sources import Source, select_sources, with_footnotes
 from crow.chat.agent.step import AgentRun, stream_step
 from crow.chat.agent.tool import Tool
 from crow.chat.agent.tools import TOOLS
@@ -53,17 +52,6 @@ from models.messages import AssistantTurn, Message, ModelParams
 from models.toolparse import retry_message
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class AgentAnswer:
-    content: str  # the answer with its footnotes
-    sources: list[Source]
-    tool_steps: list[dict[str, Any]]
-    timings: dict[str, float]
-    fallback: str | None = None  # "composed", or why the plain fallback call answered
-    iterations: int = 0
-    tokens: int = 0  # model tokens read and written (the organization's daily quota)
 
 
 class Agent:
@@ -108,28 +96,7 @@ class Agent:
         if text is None:
             text, fallback = await self._plain(run, fallback)
         text, fallback = await self._checked(run, text, fallback)
-        sources = select_sources(text, run.returned)
-        text = with_footnotes(text, ())  # the answer as stored, before its footnotes
-        answer = AgentAnswer(
-            content=with_footnotes(text, sources),
-            sources=sources,
-            tool_steps=run.steps,
-            timings={
-                "model_s": round(run.model_s, 3),
-                "tools_s": round(run.tools_s, 3),
-                "route_s": round(run.route_s, 3),
-                "total_s": round(time.perf_counter() - started, 3),
-            },
-            fallback=fallback,
-            iterations=run.calls,
-            tokens=run.tokens,
-        )
-        if run.shown.strip() != text.strip():
-            emit({"type": "text_replaced", "text": text, "reason": fallback or "final_answer"})
-        if footnotes := answer.content[len(text) :]:
-            emit({"type": "text_delta", "text": footnotes})
-        emit({"type": "sources", "sources": [s.model_dump() for s in sources]})
-        emit({"type": "done", "answer": answer})
+        finish(run, text, fallback, started)
 
     async def _loop(self, run: AgentRun, ctx: ToolContext) -> tuple[str | None, str | None]:
         """Model steps with tools until one answers in text: (the text, None), or (None, why)
