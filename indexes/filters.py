@@ -8,6 +8,7 @@ int64 positions that ``VectorIndex.search(..., allowed=...)`` takes.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 
@@ -32,6 +33,9 @@ class SearchFilter:
     """products: ``category``."""
     context_type: str | None = None
     """org_context documents: ``context_type`` (e.g. ``profile``)."""
+    title_words: tuple[str, ...] | None = None
+    """products: words the title has, each as a whole word, case aside, in the singular or
+    plural (``("oat", "milk")``: "Oat Milk Value Size"; title_pattern)."""
 
     def is_empty(self) -> bool:
         return all(getattr(self, f.name) is None for f in fields(self))
@@ -49,6 +53,17 @@ COLLECTION_COLUMNS: dict[str, _Columns] = {
     "products": _Columns("", {"category": "category"}),
     "org_context": _Columns("updated_at", {"context_type": "context_type"}),
 }
+
+
+def title_pattern(word: str) -> str:
+    """A regular expression (RE2, over a lowercase title) for ``word`` as a whole word, in the
+    singular or plural: "milk" matches "milk" and "milks", "berrie" (a plural's stem) and
+    "berry" both match "berry" and "berries"."""
+    word = word.lower()
+    if word.endswith("ie") or word.endswith("y"):
+        root = word[:-2] if word.endswith("ie") else word[:-1]
+        return rf"\b{re.escape(root)}(y|ies)\b"
+    return rf"\b{re.escape(word)}(e?s)?\b"
 
 
 def _utc_naive(value: datetime) -> datetime:
@@ -73,6 +88,11 @@ def build_where(collection: str, flt: SearchFilter) -> tuple[str, list[object]]:
             raise ValueError(f"filter {field_name!r} does not apply to {collection}")
         clauses.append(f'p."{column}" = ?')
         params.append(value)
+    if flt.title_words:
+        if collection != "products":
+            raise ValueError(f"filter 'title_words' does not apply to {collection}")
+        clauses.extend('regexp_matches(lower(p."title"), ?)' for _ in flt.title_words)
+        params.extend(title_pattern(w) for w in flt.title_words)
     for bound, op in (("since", ">="), ("until", "<")):
         value = getattr(flt, bound)
         if value is None:

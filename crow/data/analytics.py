@@ -6,6 +6,7 @@ dataset version that was current when it started).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import date, datetime, timedelta
 from typing import Any, Literal
 
@@ -14,6 +15,7 @@ import pyarrow as pa
 from crow.data import duck
 from crow.data.lake import DataLake
 from crow.data.records import CHANNELS
+from indexes.filters import title_pattern
 
 DAILY_UP_TO_DAYS = 62  # a longer span is counted per week (a line of ≤ 62 points either way)
 Unit = Literal["day", "week"]
@@ -156,17 +158,19 @@ class Analytics:
         *,
         limit: int = 10,
         category: str | None = None,
+        title_words: Sequence[str] = (),
         channel: str | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
     ) -> list[tuple[str, int]]:
         """(product id, interactions) of the most interacted-with products, of one catalog
-        ``category`` (case-insensitive) if given, counting the interactions of one
+        ``category`` (case-insensitive) and with each of ``title_words`` in the title
+        (indexes.filters.title_pattern) if given, counting the interactions of one
         ``channel`` and in [``since``, ``until``) if given."""
         glob = self.lake.parquet_glob(org_id, "interactions")
         if glob is None:
             return []
-        if category is None:
+        if category is None and not title_words:
             where, params = _where(
                 channel, since, until, alias="i", also=("i.product_id IS NOT NULL",)
             )
@@ -176,14 +180,18 @@ class Analytics:
             products = self.lake.parquet_glob(org_id, "products")
             if products is None:
                 return []
+            of_product = [("lower(p.category) = lower(?)", category)] if category else []
+            of_product += [
+                ("regexp_matches(lower(p.title), ?)", title_pattern(w)) for w in title_words
+            ]
             where, params = _where(
-                channel, since, until, alias="i", also=("lower(p.category) = lower(?)",)
+                channel, since, until, alias="i", also=tuple(c for c, _ in of_product)
             )
             sql = (
                 "SELECT i.product_id, count(*) AS n FROM read_parquet(?) i "
                 f"JOIN read_parquet(?) p ON p.id = i.product_id{where} "
             )
-            params = [glob, products, category, *params]
+            params = [glob, products, *(v for _, v in of_product), *params]
         with duck.cursor() as con:
             return con.execute(
                 f"{sql}GROUP BY 1 ORDER BY n DESC, i.product_id LIMIT ?", [*params, limit]

@@ -202,7 +202,13 @@ class SearchService:
     def _products_by_popularity(
         self, org_id: str, glob: str, k: int, flt: SearchFilter, counted: SearchFilter
     ) -> list[dict[str, Any]]:
-        top = self.analytics.top_products(org_id, limit=k, category=flt.category, **_scope(counted))
+        top = self.analytics.top_products(
+            org_id,
+            limit=k,
+            category=flt.category,
+            title_words=flt.title_words or (),
+            **_scope(counted),
+        )
         rows = self._rows(glob, [pid for pid, _ in top])
         ranked = [rows[pid] for pid, _ in top if pid in rows]
         return [{**r, "score": None} for r in self._with_popularity(org_id, ranked, counted)]

@@ -104,3 +104,32 @@ def test_filters_that_do_not_apply_are_rejected(interactions: str) -> None:
         allowed_positions(interactions, INDEX_IDS, "interactions", SearchFilter(category="x"))
     with pytest.raises(ValueError, match="since"):
         allowed_positions("unused", INDEX_IDS, "products", SearchFilter(since=datetime.now()))
+
+
+def test_title_words_match_whole_words_in_the_singular_or_plural(tmp_path: Path) -> None:
+    titles = {
+        "p1": "Oat Milk Value Size",
+        "p2": "Whole Milks Organic",
+        "p3": "Buttermilk Pancake Mix",  # milk inside a word: not milk
+        "p4": "Frozen Berries Mini",
+        "p5": "Berry Tea Sampler",
+        "p6": "Ribeye Steak",  # tea inside a word: not tea
+        "p7": "Oat (Milk) [x+]",  # a title's punctuation is no pattern
+    }
+    pq.write_table(
+        pa.table({"id": list(titles), "title": list(titles.values())}),
+        tmp_path / "products.parquet",
+    )
+    products, ids = str(tmp_path / "products.parquet"), np.array(list(titles))
+
+    def named(*words: str) -> list[str]:
+        flt = SearchFilter(title_words=words)
+        return [str(ids[p]) for p in allowed_positions(products, ids, "products", flt)]
+
+    assert named("milk") == ["p1", "p2", "p7"]
+    assert named("oat", "milk") == ["p1", "p7"]
+    assert named("berrie") == named("berry") == ["p4", "p5"]  # a plural's stem, or the singular
+    assert named("tea") == ["p5"]
+    assert named("x+") == []  # a word is matched as text, never as a pattern
+    with pytest.raises(ValueError, match="title_words"):
+        allowed_positions("unused", INDEX_IDS, "interactions", SearchFilter(title_words=("a",)))

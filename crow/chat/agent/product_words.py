@@ -148,6 +148,12 @@ def _one_edit(a: str, b: str) -> bool:
     return a[i + (len(a) == len(b)) :] == b[i + 1 :]
 
 
+def topic_words(query: str) -> tuple[str, ...]:
+    """The words of a product query's topic, beyond ranking words ("most popular milks":
+    milk), in a fixed order; a product named with each of them is of the topic."""
+    return tuple(sorted(w for w in stems(query) - _NO_TOPIC_STEMS if len(w) >= 3))
+
+
 def shares_no_word(query: str, texts: list[str]) -> bool:
     """A product query with a topic none of `texts` (the found products' titles and
     categories) has a word of: "gift card" found chocolate bars, nearest by meaning only."""

@@ -34,6 +34,7 @@ from crow.chat.agent.product_words import (
     category_named,
     names_no_topic,
     shares_no_word,
+    topic_words,
 )
 from crow.chat.agent.sources import Source
 from crow.chat.agent.tool import Tool, ToolOutput
@@ -88,7 +89,8 @@ async def get_interaction_summary(args: SummaryArgs, ctx: ToolContext) -> ToolOu
 async def search_products(args: ProductArgs, ctx: ToolContext) -> ToolOutput:
     """A query that names no topic ("top products", "our best sellers") ranks the whole
     catalog by interactions; one that names a catalog category ("tents", "most popular tents") ranks
-    every product of it; another topic ranks the products most like it. A channel or a time
+    every product of it; another topic, ranked, every product named with its words ("milks":
+    oat and whole milks), else (none named so) the products most like it. A channel or a time
     range counts only those interactions ("most talked about on social": a product's total
     ranks what the web's volume drives)."""
     query = "" if names_no_topic(args.query) else args.query
@@ -108,10 +110,18 @@ async def search_products(args: ProductArgs, ctx: ToolContext) -> ToolOutput:
     by_price = args.sort in PRICE_ORDER
     ranks = not query or category or not counted.is_empty()
     sort = args.sort if by_price or not ranks else "popularity"
+    # a ranked topic ranks every product named with its words ("milk": the oat milks too, which
+    # fell under the relevance floor of the nearest by meaning), else the nearest by meaning
+    topic = topic_words(query) if query and category is None and sort != "relevance" else ()
+    hits = []
     if category is not None:
         flt = SearchFilter(category=category)
         hits = await search(ctx, "products", "", k, flt=flt, sort=sort, counted=counted)
-    else:
+    elif topic:
+        flt = SearchFilter(title_words=topic)
+        hits = await search(ctx, "products", "", k, flt=flt, sort=sort, counted=counted)
+    if not hits and category is None:
+        topic = ()
         hits = await search(ctx, "products", query, k, sort=sort, counted=counted)
     named = await _named_products(ctx, query, hits, counted) if query and category is None else []
     ids = {h["id"] for h in named}
@@ -128,6 +138,8 @@ async def search_products(args: ProductArgs, ctx: ToolContext) -> ToolOutput:
         content["ranked"] = f"every {category} product" + (
             "" if query else " (the category the question names)"
         )
+    elif topic:
+        content["ranked"] = f"every product named with the words of {query!r}"
     elif (
         rows
         and not named
