@@ -27,26 +27,31 @@ def names_no_pattern(
     the question asks for put first, names_no_ranked), or None."""
     plain = with_footnotes(text, ())
     said = set(_WORD.findall(plain.casefold()))
-    return names_no_ranked(said, outputs) or _names_none(
+    return names_no_ranked(plain, outputs) or _names_none(
         plain, said, [name for name, _ in outputs], returned
     )
 
 
-def names_no_ranked(said: set[str], outputs: Sequence[tuple[str, dict[str, Any]]]) -> str | None:
+def names_no_ranked(plain: str, outputs: Sequence[tuple[str, dict[str, Any]]]) -> str | None:
     """Asked for the newest pattern, or the one it is most (least) sure of, the answer is that
-    pattern's title: a 1.5B named the right pattern in its own words ("a cart abandonment jump
-    at the shipping step"), with the title only in the footnote, twice in one blind set; a
-    share or a date does not answer which one. An answer naming any of the searches' firsts
-    is left alone. Only a correction: never composed."""
+    pattern's title as written (case and spacing aside; in quotes or bold, say): a 1.5B named
+    the right pattern in its own words ("a cart abandonment jump at the shipping step" for
+    "Cart abandonment jump at shipping step"), the title only in the footnote, twice in one
+    blind set; a share or a date does not answer which one. An answer naming any of the
+    searches' firsts is left alone. Only a correction: never composed."""
     firsts = [
         c[RANKED_FIRST] for name, c in outputs if name == "search_patterns" and RANKED_FIRST in c
     ]
-    if not firsts or any(_named(title, said) for title in firsts):
+    if not firsts or any(_spaced(title) in _spaced(plain) for title in firsts):
         return None
     return (
         f"The pattern your search ranked first is {firsts[-1]!r}; your answer does not name "
         "it. Start your answer with that title, word for word, then give its figures."
     )
+
+
+def _spaced(text: str) -> str:
+    return " ".join(text.casefold().split())
 
 
 def _named(title: str, said: set[str]) -> bool:

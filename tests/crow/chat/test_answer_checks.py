@@ -589,7 +589,8 @@ def test_the_pattern_a_ranking_put_first_is_named_or_corrected_once(demo):
     newest = asyncio.run(search_patterns(PatternArgs(query="anomaly", sort="newest"), ctx))
     first = newest.content["ranked_first"]
     assert first == newest.sources[0].title and newest.sources[0].detail == "anomaly"
-    own_words = "The latest anomaly is a 31% jump in that store's queue at the weekend."
+    # every word of the title, not the title ("a cart abandonment jump at the shipping step")
+    own_words = f"The latest anomaly is the {first.lower().replace(' ', ' the ', 1)}, up 31%."
     named = f"The most recent anomaly is **{first}**, detected on {newest.content['patterns'][0]['detected']}."
     model = ScriptedChatModel(
         [
