@@ -92,11 +92,18 @@ def confidence_kind(args: PatternArgs, ctx: ToolContext) -> str | None:
     question, else in the call ("which one has the highest confidence?" after a list of
     trends, searched as "trend"), or in the question a follow-up follows ("and which one has
     the lowest confidence?" after the most confident seasonal pattern, searched as that
-    pattern's title); None when the question asks no confidence."""
+    pattern's title); None when the question asks no confidence. A question for the surest
+    of all patterns (ranks_all) takes no kind from the query's words: asked "which detected
+    pattern has the highest confidence?", a 1.5B searched "churn risks" and named the
+    surest churn risk."""
     if not asks_confidence(ctx.question):
         return None
+    if named := pattern_type_named(ctx.question):
+        return named
+    if ranks_all(ctx.question):
+        return args.type
     before = pattern_type_named(ctx.earlier) if is_follow_up(ctx.question) else None
-    return pattern_type_named(ctx.question) or before or args.type or pattern_type_named(args.query)
+    return before or args.type or pattern_type_named(args.query)
 
 
 def ranks_all(question: str) -> bool:

@@ -813,6 +813,10 @@ def test_the_most_confident_pattern_of_all_is_read_when_the_question_names_no_ki
     out = asyncio.run(tool.invoke(args, asked)).content
     assert [p["title"] for p in out["patterns"]] == [title, *(p["title"] for p in alone)]
     assert out["in_words"].startswith(f"Most confident: {title} (")
+    # a kind in the query's words only (blind29: "churn risks"): still the surest of all
+    kinds = asyncio.run(tool.invoke({**args, "query": "churn risks"}, asked)).content
+    assert kinds["in_words"].startswith(f"Most confident: {title} (")
+    assert kinds["ranked_first"] == title
     for question in (
         "how sure are you about that sleeping bags pattern?",
         "which one of those patterns are you most sure of?",
