@@ -58,8 +58,6 @@ def needs_a_call(text: str, run: AgentRun, tools: Collection[str]) -> str | None
         said = left_open(text)
         return f"says a part {said!r} without a call for it" if said else None
     if run.outputs:
-        if refused := _REFUSAL.search(text):
-            return f"declines ({refused.group(0)!r}) after every call failed"
         stated = stated_fact(text) or _none_claimed(text)
         return f"states {stated!r} after every call failed" if stated else None
     if problem := unsourced_answer(text, tools):
@@ -97,14 +95,6 @@ _NONE_CLAIMED = re.compile(
     r"(?:\bno|\bzero|(?:\bnot|n't) (?:\w+ )?any)\s+(?:\w+\s+)?(?:interactions?|products?|patterns?|"
     r"documents?|records?|data|results?|posts?|visits?)\b",
     re.I,
-)
-
-
-# "I apologize, but I can't assist with that.": a 1.5B whose query was refused (words of the
-# routing hint) declined the question, 3 times in 90 spent product and pattern questions.
-# Saying the data could not be read is an answer; declining a question about it is not.
-_REFUSAL = re.compile(
-    r"\b(?:can'?t|cannot|can not|unable to|not able to) (?:assist|help)(?: you)? with\b", re.I
 )
 
 

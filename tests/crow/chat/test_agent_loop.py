@@ -400,17 +400,6 @@ def test_a_figure_stated_after_every_call_failed_is_asked_again_with_a_call_requ
     )
     assert run(Agent(absent), ctx_for(demo), "How many since November?").content == "Done."
     assert absent.calls[2].params.tool_choice == "required"
-    # a refused query, then "I apologize, but I can't assist with that." (3 spent questions)
-    declined = ScriptedChatModel(
-        [
-            failed,
-            AssistantTurn(text="I apologize, but I can't assist with that."),
-            call("get_interaction_summary", cid="c2", channel="web"),
-            AssistantTurn(text="Done."),
-        ]
-    )
-    assert run(Agent(declined), ctx_for(demo), "How many on the web?").content == "Done."
-    assert declined.calls[2].params.tool_choice == "required"
     honest = ScriptedChatModel(
         [failed, AssistantTurn(text="Sorry, I could not read the interaction data.")]
     )
