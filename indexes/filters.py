@@ -57,13 +57,19 @@ COLLECTION_COLUMNS: dict[str, _Columns] = {
 
 def title_pattern(word: str) -> str:
     """A regular expression (RE2, over a lowercase title) for ``word`` as a whole word, in the
-    singular or plural: "milk" matches "milk" and "milks", "berrie" (a plural's stem) and
-    "berry" both match "berry" and "berries"."""
+    singular or plural, also as a plural's stem ("berrie" for "berries"): "milk" matches
+    "milk" and "milks"; "berry" and "berrie" match "berry" and "berries"; "veggie" matches
+    "veggie" and "veggies"; "boxe" matches "box" and "boxes"; "toy" matches "toys"."""
     word = word.lower()
-    if word.endswith("ie") or word.endswith("y"):
-        root = word[:-2] if word.endswith("ie") else word[:-1]
-        return rf"\b{re.escape(root)}(y|ies)\b"
-    return rf"\b{re.escape(word)}(e?s)?\b"
+    if len(word) > 3 and word.endswith("ie"):  # berrie, veggie, cookie
+        root, ends = word[:-2], "y|ie|ies"
+    elif len(word) > 2 and word.endswith("y") and word[-2] not in "aeiou":  # berry
+        root, ends = word[:-1], "y|ies"
+    elif len(word) > 3 and word.endswith("e"):  # boxe (boxes), cake
+        root, ends = word[:-1], "e|es|s|"
+    else:
+        root, ends = word, "s|es|"
+    return rf"\b{re.escape(root)}({ends})\b"
 
 
 def _utc_naive(value: datetime) -> datetime:

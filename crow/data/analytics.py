@@ -34,7 +34,7 @@ def _where(
     also: tuple[str, ...] = (),
 ) -> tuple[str, list[Any]]:
     """A WHERE clause on interactions (columns of ``alias``, if given) and its parameters;
-    ``also``: clauses without parameters to add."""
+    ``also``: clauses to put first (their parameters, if any, go before the returned ones)."""
     col = f"{alias}." if alias else ""
     clauses: list[str] = list(also)
     params: list[Any] = []
@@ -180,7 +180,9 @@ class Analytics:
             products = self.lake.parquet_glob(org_id, "products")
             if products is None:
                 return []
-            of_product = [("lower(p.category) = lower(?)", category)] if category else []
+            of_product = (
+                [("lower(p.category) = lower(?)", category)] if category is not None else []
+            )
             of_product += [
                 ("regexp_matches(lower(p.title), ?)", title_pattern(w)) for w in title_words
             ]

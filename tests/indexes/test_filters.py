@@ -115,6 +115,9 @@ def test_title_words_match_whole_words_in_the_singular_or_plural(tmp_path: Path)
         "p5": "Berry Tea Sampler",
         "p6": "Ribeye Steak",  # tea inside a word: not tea
         "p7": "Oat (Milk) [x+]",  # a title's punctuation is no pattern
+        "p8": "Veggie Burgers 4 pack",
+        "p9": "Gift Box",
+        "p10": "Bath Toys",
     }
     pq.write_table(
         pa.table({"id": list(titles), "title": list(titles.values())}),
@@ -130,6 +133,9 @@ def test_title_words_match_whole_words_in_the_singular_or_plural(tmp_path: Path)
     assert named("oat", "milk") == ["p1", "p7"]
     assert named("berrie") == named("berry") == ["p4", "p5"]  # a plural's stem, or the singular
     assert named("tea") == ["p5"]
+    assert named("veggie") == ["p8"]  # a singular in -ie, and its plural
+    assert named("boxe") == named("box") == ["p9"]  # the stem of "boxes"
+    assert named("toy") == ["p10"]  # a vowel before the y: toys, not toies
     assert named("x+") == []  # a word is matched as text, never as a pattern
     with pytest.raises(ValueError, match="title_words"):
         allowed_positions("unused", INDEX_IDS, "interactions", SearchFilter(title_words=("a",)))

@@ -14,6 +14,7 @@ from crow.chat.agent.ranking_cues import (
     asks_confidence,
     asks_extreme,
     asks_least_confident,
+    asks_newest,
     ranks_confidence,
 )
 from crow.chat.agent.tool_reads import day
@@ -121,7 +122,8 @@ async def pattern_asked(
         named = lead + (f" {kind}" if of_kind is not rows else "")
         return Asked(named, top, ranked=ranks_confidence(ctx.question))  # not "how sure?"
     if newest:
-        return Asked(f"Most recently detected, on {day(rows[0]['detected_at'])}", rows[0], True)
+        lead = f"Most recently detected, on {day(rows[0]['detected_at'])}"
+        return Asked(lead, rows[0], ranked=asks_newest(ctx.question))
     lead, top = "Closest to the question", await closest_pattern(rows, ctx)
     if (extreme := asks_extreme(ctx.question)) and (alike := extreme_alike(rows, top, extreme)):
         return Asked(*alike)

@@ -59,3 +59,17 @@ def ranks_confidence(message: str) -> bool:
     return (
         asks_confidence(message) and (_MOST.search(message) or _LEAST.search(message)) is not None
     )
+
+
+_NEWEST = re.compile(
+    r"\b(?:latest|newest|most recent(?:ly)?|(?:last|recently) (?:detected|flagged|found|spotted)"
+    r"|(?:detected|flagged|found|spotted) (?:last|most recently))\b",
+    re.I,
+)
+
+
+def asks_newest(message: str) -> bool:
+    """A question for the pattern detected last ("what's the latest anomaly?", "which one was
+    detected most recently?"), not one a model searched with ``sort: "newest"`` on its own
+    ("how many anomalies did we detect?": a 1.5B sorts every pattern call so)."""
+    return _NEWEST.search(message) is not None

@@ -614,6 +614,25 @@ def test_the_pattern_a_ranking_put_first_is_named_or_corrected_once(demo):
     assert run(Agent(strong), ctx_for(demo), question).content.startswith("## Latest anomaly")
     strong.assert_complete()
 
+    # a strong model's writing of the title: partly bold, other hyphens, "and" for "&", &amp;
+    from crow.chat.agent.unnamed import names_no_ranked
+
+    outputs = [("search_patterns", {"ranked_first": "Out-of-stock spike in Health & Beauty"})]
+    for written in (
+        "The newest is the **Out-of-stock spike** in Health & Beauty (0.91).",
+        "Newest: Out\u2011of\u2011stock spike in *Health and Beauty*.",
+        "| Out-of-stock spike in Health &amp; Beauty | 0.91 |",
+        "> Out-of-stock\nspike in Health & Beauty",
+    ):
+        assert names_no_ranked(written, outputs) is None, written
+    assert names_no_ranked("An out-of-stock spike in Health.", outputs) is not None
+
+    # sorted by detection on the model's own (a 1.5B sorts every pattern call so), for a
+    # question that asks no recency: nothing is ranked, and a count of them stands
+    count_ctx = dataclasses.replace(ctx_for(demo), question="how many anomalies did we detect?")
+    counted = asyncio.run(search_patterns(PatternArgs(query="anomaly", sort="newest"), count_ctx))
+    assert "ranked_first" not in counted.content
+
     how_sure = "how sure are you about that one?"
     sure_ctx = dataclasses.replace(ctx_for(demo), question=how_sure)
     topic = asyncio.run(search_patterns(PatternArgs(query=first), sure_ctx))
