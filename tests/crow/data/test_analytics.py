@@ -237,3 +237,18 @@ def test_the_series_counts_each_day_with_gaps_as_zero_and_weeks_for_long_spans(a
     assert weekly["unit"] == "week" and set(mondays) == {0}
     assert weekly["points"][0] == ["2025-12-29", 2]  # Jan 1 and Jan 4, 2026 (a Thursday)
     assert sum(n for _, n in weekly["points"]) == len(rows)
+
+
+def test_popularity_of_the_products_named_with_some_words(analytics, lake):
+    """title_words keep the products whose titles have each word (a plural's stem too), with
+    a channel as well; an empty category is one no product has, not every product."""
+    products = [
+        {"id": "p1", "title": "Oat Milk Value Size", "category": "Dairy", "price": 3.5},
+        {"id": "p2", "title": "Oat Bars", "category": "Snacks", "price": 2.0},
+    ]
+    lake.write(ORG_A, "products", [validate_rows("products", products)], mode="replace")
+    assert analytics.top_products(ORG_A, title_words=("milk",)) == [("p1", 3)]
+    assert analytics.top_products(ORG_A, title_words=("oat",)) == [("p1", 3), ("p2", 1)]
+    assert analytics.top_products(ORG_A, title_words=("bar", "oat"), channel="cctv") == [("p2", 1)]
+    assert analytics.top_products(ORG_A, title_words=("milk",), category="Snacks") == []
+    assert analytics.top_products(ORG_A, category="") == []
