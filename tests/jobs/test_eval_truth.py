@@ -58,6 +58,7 @@ TRUTH_FILES = [
     ROOT / "benchmarks" / "truth_blind36.jsonl",
     ROOT / "benchmarks" / "truth_blind37.jsonl",
     ROOT / "benchmarks" / "truth_blind38.jsonl",
+    ROOT / "benchmarks" / "truth_blind39.jsonl",
 ]
 
 
