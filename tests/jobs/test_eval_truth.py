@@ -59,6 +59,7 @@ TRUTH_FILES = [
     ROOT / "benchmarks" / "truth_blind37.jsonl",
     ROOT / "benchmarks" / "truth_blind38.jsonl",
     ROOT / "benchmarks" / "truth_blind39.jsonl",
+    ROOT / "benchmarks" / "truth_blind40.jsonl",
 ]
 
 
