@@ -96,7 +96,7 @@ put first (Asked.ranked)."""
 class Asked(NamedTuple):
     """The pattern a question asks about: why it is the one (the lead of the written line),
     the row, and whether a ranking the question asks for picked it (the newest, the most or
-    least confident: its title is then the answer, checks.names_no_pattern)."""
+    least confident: its title is then the answer, unnamed.names_no_ranked)."""
 
     lead: str
     row: dict[str, Any]

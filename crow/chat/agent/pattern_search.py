@@ -68,7 +68,7 @@ async def search_patterns(args: PatternArgs, ctx: ToolContext) -> ToolOutput:
     content: dict[str, Any] = {"patterns": rows}
     if rows:
         content["in_words"] = patterns_in_words(rows, asked.lead)
-        if asked.ranked:  # the answer is this title (checks: unnamed.names_no_pattern)
+        if asked.ranked:  # the answer is this title (unnamed.names_no_ranked)
             content[RANKED_FIRST] = asked.row["title"]
     return ToolOutput(
         noted(content, type=args.type, since=args.since),

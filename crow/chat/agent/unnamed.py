@@ -29,9 +29,8 @@ def names_no_pattern(
     """Why an answer says nothing its pattern search found (or names not the pattern a ranking
     the question asks for put first, names_no_ranked), or None."""
     plain = with_footnotes(text, ())
-    said = set(_WORD.findall(plain.casefold()))
     return names_no_ranked(plain, outputs) or _names_none(
-        plain, said, [name for name, _ in outputs], returned
+        plain, [name for name, _ in outputs], returned
     )
 
 
@@ -68,14 +67,7 @@ def _title_words(text: str) -> list[str]:
     return _TOKEN.findall(plain)
 
 
-def _named(title: str, said: set[str]) -> bool:
-    """Every word of the title, three letters or more, is in the answer."""
-    return set(_WORD.findall(title.casefold())) <= said
-
-
-def _names_none(
-    plain: str, said: set[str], tools: Sequence[str], returned: Sequence[Source]
-) -> str | None:
+def _names_none(plain: str, tools: Sequence[str], returned: Sequence[Source]) -> str | None:
     """Why an answer resting on the pattern search alone says nothing it found, or None: it
     names none of the patterns (every word of a title, three letters or more, in the text,
     footnotes aside) and states none of their figures (a share or a decimal: "There are 6
@@ -87,7 +79,9 @@ def _names_none(
     titles = [s.title for s in returned if s.type == "pattern"]
     if not titles or set(tools) != {"search_patterns"}:
         return None
-    if _NEGATION.search(plain) or _FIGURE.search(plain) or any(_named(t, said) for t in titles):
+    said = set(_WORD.findall(plain.casefold()))
+    named = any(set(_WORD.findall(title.casefold())) <= said for title in titles)
+    if named or _NEGATION.search(plain) or _FIGURE.search(plain):
         return None
     return (
         "Your answer says nothing the pattern search found. Start your answer with the "
