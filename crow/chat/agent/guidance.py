@@ -98,8 +98,8 @@ and remind me what the minimum order is for free delivery"): a clause is short, 
 sentence less close. On the 120 split requests of the spent sets, the clauses of questions
 that ask the knowledge base reach up to 0.91, those of no other question 0.57 at most."""
 KB_HINT = (
-    "likely tools: search_org_context (the company's knowledge base has a passage that "
-    "matches this question)."
+    "call search_org_context (the company's knowledge base has a passage that matches this "
+    "question)."
 )
 
 
@@ -145,12 +145,14 @@ _HINT = "Routing hint (may be wrong; follow the question): "
 
 
 def _likely(tools: Sequence[str]) -> str:
-    """The hint's tools; two or more, as calls of one reply."""
+    """The hint's tools; two or more, as calls of one reply. Only a verb and the tools' names:
+    a 1.5B wrote the words around them as its query when the question named no topic
+    ("likely" from "likely tools: search_patterns", 4 times in the spent and blind sets)."""
     if len(tools) < 2:
-        return f"likely tools: {', '.join(tools)}."
+        return f"call {', '.join(tools)}."
     return (
-        f"likely tools: {' and '.join(tools)} (it asks {len(tools)} things: call each of "
-        "them, in this reply)."
+        f"call {' and '.join(tools)} (it asks {len(tools)} things: call each of them, in this "
+        "reply)."
     )
 
 

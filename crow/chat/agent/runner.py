@@ -66,14 +66,17 @@ async def run_tool(
     return step, content, sources
 
 
-def _hint_copied(call: ToolCall, hint: str, asked: Sequence[str]) -> str | None:
+def _hint_copied(tool: Tool | None, call: ToolCall, hint: str, asked: Sequence[str]) -> str | None:
     query = call.arguments.get("query")
-    if isinstance(query, str) and copies_the_hint(query, hint, asked):
-        return (
-            f"the query {query!r} is words of the routing hint, not of the question; "
-            "write the query from what the question asks about"
-        )
-    return None
+    if not (isinstance(query, str) and copies_the_hint(query, hint, asked)):
+        return None
+    field = tool.args.model_fields.get("query") if tool is not None else None
+    optional = field is not None and not field.is_required()  # a search of everything
+    return (
+        f"the query {query!r} is words of the routing hint, not of the question; write the "
+        "query from what the question asks about"
+        + (", or an empty query if it names no topic" if optional else "")
+    )
 
 
 def fresh_calls(calls: Sequence[ToolCall], seen: set[str]) -> list[ToolCall]:
@@ -99,7 +102,13 @@ async def run_tools(
     asked = [m.content for m in run.messages if m.role == "user"]
     results = await asyncio.gather(
         *(
-            run_tool(tools.get(c.name), c, ctx, timeout_s, _hint_copied(c, run.hint, asked))
+            run_tool(
+                tools.get(c.name),
+                c,
+                ctx,
+                timeout_s,
+                _hint_copied(tools.get(c.name), c, run.hint, asked),
+            )
             for c in calls
         )
     )

@@ -87,7 +87,9 @@ class InteractionArgs(ToolArgs):
 
 
 class PatternArgs(ToolArgs):
-    query: str = Field(description="What the patterns are about.")
+    # May be empty: asked for the surest of all patterns, a 1.5B that had to write a query
+    # wrote the routing hint's words ("likely", "routing hint") and was refused.
+    query: str = Field("", description="What the patterns are about; empty for all patterns.")
     type: PatternType | None = Field(
         None,
         description="Only this pattern type: trend, anomaly (something unusual), segment (a "

@@ -442,10 +442,10 @@ def test_a_query_copied_from_the_routing_hint_is_an_error_result_for_the_model(d
     from crow.chat.agent.step import AgentRun
     from crow.chat.agent.tools import TOOLS_BY_NAME
 
-    hint = "Routing hint (may be wrong; follow the question): likely tools: search_patterns."
+    hint = "Routing hint (may be wrong; follow the question): call search_patterns."
     asked = ["which seasonal pattern is the most confident?", "and which one is the lowest?"]
     assert copies_the_hint("Routing hint", hint, asked)
-    assert copies_the_hint("likely tools", hint, asked)
+    assert copies_the_hint("call search", hint, asked)
     for query in ("seasonal patterns", "lowest confidence seasonal", "", "Routing hint"):
         assert not copies_the_hint(query, "" if query == "Routing hint" else hint, asked)
     # a plural of the user's word is the user's word (blind23: "likely patterns" was refused,
@@ -461,5 +461,12 @@ def test_a_query_copied_from_the_routing_hint_is_an_error_result_for_the_model(d
     ]
     copied, kept = asyncio.run(run_tools(TOOLS_BY_NAME, calls, state, ctx_for(demo), 10.0))
     assert not copied["ok"] and "words of the routing hint" in copied["error"]
-    assert "write the query from what the question asks" in state.messages[-2].content
+    told = state.messages[-2].content
+    assert "write the query from what the question asks" in told
+    # the pattern query may be empty (all patterns), and the model is told so
+    assert "or an empty query if it names no topic" in told
     assert kept["ok"] and kept["results"] > 0
+    # a tool whose query is required is not told to leave it empty
+    kb = [ToolCall(id="c3", name="search_org_context", arguments={"query": "Routing hint"})]
+    (refused,) = asyncio.run(run_tools(TOOLS_BY_NAME, kb, state, ctx_for(demo), 10.0))
+    assert not refused["ok"] and "empty query" not in state.messages[-1].content

@@ -571,19 +571,19 @@ def test_the_hint_names_the_tool_of_the_data_a_question_restates(demo):
     guidance.router = RecordingRouter(Route(("products",), 0.8))
     question = f"Is it true that {description.rstrip('.')}?"
     hint = asyncio.run(guidance.hint(question, ctx_for(demo))).text
-    assert "likely tools: search_patterns." in hint
+    assert "call search_patterns." in hint
     # a follow-up is checked with the question it follows, as it is routed
     hint = asyncio.run(
         guidance.hint("And how strong is that one?", ctx_for(demo), earlier=question)
     ).text
-    assert "a follow-up" in hint and "likely tools: search_patterns." in hint
+    assert "a follow-up" in hint and "call search_patterns." in hint
 
     class Broken:
         async def search(self, *args, **kwargs):
             raise RuntimeError("index is being built")
 
     hint = asyncio.run(guidance.hint(question, ctx_for(demo, retriever=Broken()))).text
-    assert "likely tools: search_products." in hint
+    assert "call search_products." in hint
 
 
 def first_document_sentence(demo) -> str:
@@ -607,10 +607,10 @@ def test_a_part_the_knowledge_base_restates_adds_it_to_the_hint(demo):
     guidance = Guidance(timeout_s=5)
     guidance.router = RecordingRouter(Route(("products",), 0.8))
     alone = asyncio.run(guidance.hint("Which tent is our most popular?", ctx_for(demo))).text
-    assert alone.endswith("likely tools: search_products.")
+    assert alone.endswith("call search_products.")
     both = f"Which tent is our most popular, and is it true that {sentence}?"
     hint = asyncio.run(guidance.hint(both, ctx_for(demo))).text
-    assert "likely tools: search_products and search_org_context (it asks 2 things" in hint
+    assert "call search_products and search_org_context (it asks 2 things" in hint
 
 
 def test_a_part_of_a_request_needs_a_less_close_knowledge_base_match(demo, monkeypatch):
@@ -646,4 +646,4 @@ def test_a_count_on_a_named_channel_is_not_hinted_to_the_knowledge_base(demo):
     assert "search_org_context" in about  # the sentence alone is the knowledge base's
     question = f"How many social interactions said {sentence}?"
     hint = asyncio.run(guidance.hint(question, ctx_for(demo))).text
-    assert hint.endswith("likely tools: get_interaction_summary.")
+    assert hint.endswith("call get_interaction_summary.")
