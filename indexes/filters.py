@@ -34,8 +34,8 @@ class SearchFilter:
     context_type: str | None = None
     """org_context documents: ``context_type`` (e.g. ``profile``)."""
     title_words: tuple[str, ...] | None = None
-    """products: words the title has, each as a whole word, case aside, in the singular or
-    plural (``("oat", "milk")``: "Oat Milk Value Size"; title_pattern)."""
+    """products and patterns: words the title has, each as a whole word, case aside, in the
+    singular or plural (``("oat", "milk")``: "Oat Milk Value Size"; title_pattern)."""
 
     def is_empty(self) -> bool:
         return all(getattr(self, f.name) is None for f in fields(self))
@@ -95,7 +95,7 @@ def build_where(collection: str, flt: SearchFilter) -> tuple[str, list[object]]:
         clauses.append(f'p."{column}" = ?')
         params.append(value)
     if flt.title_words:
-        if collection != "products":
+        if collection not in ("products", "patterns"):
             raise ValueError(f"filter 'title_words' does not apply to {collection}")
         clauses.extend('regexp_matches(lower(p."title"), ?)' for _ in flt.title_words)
         params.extend(title_pattern(w) for w in flt.title_words)

@@ -273,19 +273,25 @@ def names_patterns(message: str) -> bool:
 
 _RECENT_OR_FILLER = re.compile(
     r"\b(the|a|an|our|any|most|latest|newest|new|recent(ly)?|last|detected|flagged|found|"
-    r"risks?)\b",
+    r"risks?|in|at|on|of|for|about|with|and)\b",
     re.I,
 )
 
 
-def names_no_subject(query: str) -> bool:
-    """A pattern query made only of recency words and the words for patterns and their kinds
-    (_PATTERN_WORDS, _PATTERN_TYPE_WORDS: "latest", "anomaly", "recent churn risks"): it
-    asks for the patterns themselves, not for those about something ("checkout lines")."""
+def pattern_topic(query: str) -> str:
+    """What a pattern query is about: its words without recency words and the words for
+    patterns and their kinds (_PATTERN_WORDS, _PATTERN_TYPE_WORDS); "latest out-of-stock
+    anomalies" is about "out-of-stock"."""
     rest = _PATTERN_WORDS.sub(" ", _RECENT_OR_FILLER.sub(" ", query.lower()))
     for words in _PATTERN_TYPE_WORDS.values():
         rest = words.sub(" ", rest)
-    return not re.sub(r"[^a-z0-9]+", "", rest)
+    return " ".join(rest.split())
+
+
+def names_no_subject(query: str) -> bool:
+    """A pattern query of no topic ("latest", "anomaly", "recent churn risks"): it asks for
+    the patterns themselves, not for those about something ("checkout lines")."""
+    return not re.sub(r"[^a-z0-9]+", "", pattern_topic(query))
 
 
 _CONFIDENCE_WORDS = re.compile(r"\bconfiden(ce|t)\b", re.I)

@@ -8,7 +8,7 @@ import re
 from typing import Any, NamedTuple
 
 from crow.chat.agent.context import ToolContext
-from crow.chat.agent.cues import channels_named
+from crow.chat.agent.cues import channels_named, pattern_type_named
 from crow.chat.agent.passages import closest
 from crow.chat.agent.ranking_cues import (
     asks_confidence,
@@ -51,8 +51,12 @@ def summary_in_words(c: dict[str, Any]) -> str:
         )
     elif c.get("busiest_channel"):
         text += f": {parts}"
-    if c.get("busiest_channel"):
-        text += f"; busiest {c['busiest_channel']}, quietest {c['quietest_channel']}"
+    if c.get("busiest_channel"):  # with its figure: "our quietest channel?" was answered
+        busiest, quietest = c["busiest_channel"], c["quietest_channel"]  # "social", no count
+        text += (
+            f"; busiest {busiest} ({counts[busiest]:,} interactions), "
+            f"quietest {quietest} ({counts[quietest]:,} interactions)"
+        )
     return text + "."
 
 
@@ -142,7 +146,11 @@ def patterns_in_words(rows: list[dict[str, Any]], lead: str) -> str:
 
 
 async def closest_pattern(rows: list[dict[str, Any]], ctx: ToolContext) -> dict[str, Any]:
-    """The pattern closest to the user's question (the first, without one)."""
+    """The pattern closest to the user's question (the first, without one), of the kind the
+    question names if any was read: "which customer segments have been detected so far?"
+    was closest to an anomaly's "shelf-gap detections" and answered with it."""
+    kind = pattern_type_named(ctx.question)
+    rows = [p for p in rows if p["type"] == kind] or rows
     if not ctx.question.strip() or len(rows) < 2:
         return rows[0]
     texts = [f"{p['title']}. {p['description']}" for p in rows]

@@ -11,6 +11,7 @@ from crow.chat.agent.cues import (
     is_follow_up,
     names_no_subject,
     names_patterns,
+    pattern_topic,
     pattern_type_named,
 )
 from crow.chat.agent.in_words import (
@@ -20,10 +21,12 @@ from crow.chat.agent.in_words import (
     pattern_asked,
     patterns_in_words,
 )
+from crow.chat.agent.product_words import topic_words
 from crow.chat.agent.ranking_cues import (
     asks_confidence,
     asks_extreme,
     asks_least_confident,
+    asks_newest,
     ranks_confidence,
 )
 from crow.chat.agent.sources import Source
@@ -43,7 +46,10 @@ async def search_patterns(args: PatternArgs, ctx: ToolContext) -> ToolOutput:
     newest = args.sort == "newest" and names_no_subject(args.query)
     if newest:
         hits = await _newest(args, ctx, k, since)
-    else:
+    elif args.sort == "newest" and asks_newest(ctx.question):
+        hits = await _newest_titled(args, ctx, k, since)
+        newest = bool(hits)
+    if not newest:
         flt = SearchFilter(pattern_type=args.type, since=since)
         hits = await search(ctx, "patterns", args.query, k, flt=flt)
     kind = confidence_kind(args, ctx)
@@ -85,6 +91,21 @@ async def _newest(
     query of no subject (cues.names_no_subject)."""
     kind = args.type or pattern_type_named(args.query) or pattern_type_named(ctx.question)
     return await search(ctx, "patterns", "", k, flt=SearchFilter(pattern_type=kind, since=since))
+
+
+async def _newest_titled(
+    args: PatternArgs, ctx: ToolContext, k: int, since: datetime | None
+) -> list[dict[str, Any]]:
+    """For a question after the latest pattern of a topic ("what's the latest out-of-stock
+    pattern?"), the patterns whose titles have each of the topic's words, newest first; none
+    when no title has them (the topic then keeps its nearest by meaning). By meaning, a 1.5B
+    read the topic's patterns in no order of detection and described one of them without
+    its title; "evening rush" read an older evening rush first."""
+    words = topic_words(pattern_topic(args.query))
+    if not words:
+        return []
+    flt = SearchFilter(pattern_type=args.type, title_words=words, since=since)
+    return await search(ctx, "patterns", "", k, flt=flt)
 
 
 def confidence_kind(args: PatternArgs, ctx: ToolContext) -> str | None:

@@ -398,7 +398,11 @@ def test_a_channel_filter_counts_that_channel_beside_every_channel_and_all_means
     for result in (web, every):
         assert result["busiest_channel"] == max(counts, key=counts.get)
         assert result["quietest_channel"] == min(counts, key=counts.get)
-        assert f"busiest {result['busiest_channel']}" in result["in_words"]
+        busiest, quietest = result["busiest_channel"], result["quietest_channel"]
+        assert (
+            f"busiest {busiest} ({counts[busiest]:,} interactions), "
+            f"quietest {quietest} ({counts[quietest]:,} interactions)."
+        ) in result["in_words"]
     assert web["in_words"].startswith(f"{counts['web']:,} interactions on the web channel")
     assert f"{counts['cctv']:,} cctv" in web["in_words"]
 
@@ -749,6 +753,36 @@ def test_the_patterns_read_are_led_by_the_one_the_question_asks_about(demo):
     )
 
 
+def test_the_pattern_closest_to_the_question_is_of_the_kind_it_names(demo):
+    """ "Which customer segments have been detected so far?" was closest to an anomaly's
+    "shelf-gap detections", and a 1.5B answered with that anomaly (blind40): a question that
+    names one kind is led by the closest pattern of that kind, when any was read."""
+    from crow.chat.agent.cues import pattern_type_named
+    from crow.chat.agent.tools import TOOLS_BY_NAME
+
+    tool, args = TOOLS_BY_NAME["search_patterns"], {"query": "demand ramps", "limit": 6}
+    rows = asyncio.run(tool.invoke(args, ctx_for(demo))).content["patterns"]
+    words = {
+        "trend": "trends",
+        "anomaly": "anomalies",
+        "segment": "segments",
+        "seasonal": "seasonal patterns",
+        "churn-risk": "churn risks",
+        "affinity": "affinities",
+    }
+    # the tests' hash embedder: a question in a pattern's words is closest to it
+    asked = next(p for p in rows[1:] if pattern_type_named(p["description"]) is None)
+    other = next(p for p in rows if p["type"] != asked["type"])
+    question = f"which {words[other['type']]}? {asked['description']}"
+    assert pattern_type_named(question) == other["type"]
+    led = asyncio.run(tool.invoke(args, ctx_for(demo, question=question))).content
+    assert led["patterns"][0]["type"] == other["type"]
+    assert led["in_words"].startswith(f"Closest to the question: {led['patterns'][0]['title']} (")
+    # naming no kind, the closest of all still leads
+    alone = asyncio.run(tool.invoke(args, ctx_for(demo, question=asked["description"])))
+    assert alone.content["patterns"][0]["title"] == asked["title"]
+
+
 @pytest.mark.parametrize(
     ("most", "order"), [("most", "DESC"), ("least", "ASC")], ids=["most", "least"]
 )
@@ -1037,6 +1071,41 @@ def test_the_newest_patterns_equal_the_duckdb_order_by_detection(demo, args, que
     assert out["in_words"].startswith(f"Most recently detected, on {want[0][1]}: {want[0][0]} (")
     by_meaning = asyncio.run(tool.invoke({"query": args["query"], "limit": 6}, ctx_for(demo)))
     assert [p["title"] for p in by_meaning.content["patterns"]] != [t for t, _ in want]
+
+
+def test_the_latest_pattern_of_a_topic_is_the_newest_titled_with_its_words(demo):
+    """ "what's the latest out-of-stock pattern?", searched "out-of-stock" sorted newest, read
+    the topic's patterns by meaning, in no order of detection, and a 1.5B described one
+    without its title (blind40): asked for the latest, a topic reads the patterns whose
+    titles have its words, newest first (DuckDB), and the first is the title to state. A
+    topic no title has, or a question that asks for no latest, keeps the nearest by
+    meaning."""
+    import duckdb
+
+    from crow.chat.agent.tools import TOOLS_BY_NAME
+
+    with duckdb.connect() as con:
+        want = con.execute(
+            "SELECT title FROM read_parquet(?) WHERE regexp_matches(lower(title), 'queue') "
+            "AND regexp_matches(lower(title), 'lengths') ORDER BY detected_at DESC, id LIMIT 6",
+            [demo.lake.parquet_glob(ORG, "patterns")],
+        ).fetchall()
+    assert len(want) >= 2
+    tool = TOOLS_BY_NAME["search_patterns"]
+    args = {"query": "queue lengths at the stores", "sort": "newest", "limit": 6}
+    latest = ctx_for(demo, question="What's the latest queue-length pattern in our stores?")
+    out = asyncio.run(tool.invoke({**args, "query": "queue lengths"}, latest)).content
+    assert [p["title"] for p in out["patterns"]] == [t for (t,) in want]
+    assert out["ranked_first"] == want[0][0]
+    assert out["in_words"].startswith(
+        f"Most recently detected, on {out['patterns'][0]['detected']}"
+    )
+    nearest = asyncio.run(tool.invoke({**args, "sort": "relevance"}, latest)).content
+    for question in ("What's the latest queue-length pattern in our stores?", "queue trouble?"):
+        asked = ctx_for(demo, question=question)
+        kept = asyncio.run(tool.invoke(args, asked)).content  # "stores": no title has it
+        assert [p["title"] for p in kept["patterns"]] == [p["title"] for p in nearest["patterns"]]
+        assert "ranked_first" not in kept
 
 
 def test_a_pattern_sort_other_than_relevance_or_newest_is_refused():
