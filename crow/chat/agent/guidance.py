@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -190,10 +191,16 @@ def copies_the_hint(query: str, hint: str, asked: Sequence[str]) -> bool:
     """A search query made of the hint's own words and none of the user's: a 1.5B searched the
     patterns for "Routing hint" after "and which one has the lowest confidence?". Told so
     (crow.chat.agent.runner), it writes the query again. Plurals count as their singular:
-    "likely patterns" after "the pattern we're most confident about" is the user's word."""
+    "likely patterns" after "the pattern we're most confident about" is the user's word.
+    The tools' names are not the hint's words: "product" for "most popular prodcut in
+    october" names no topic (the whole catalog ranked), and refused, a 1.5B declined."""
     words = _long_stems(query)
     said = set().union(*map(_long_stems, asked))
-    return bool(words) and words <= _long_stems(hint) and not words & said
+    prose = _TOOL_NAME.sub(" ", hint)
+    return bool(words) and words <= _long_stems(prose) and not words & said
+
+
+_TOOL_NAME = re.compile(r"\b[a-z]+(?:_[a-z]+)+\b")  # search_products, get_interaction_summary
 
 
 def _long_stems(text: str) -> set[str]:

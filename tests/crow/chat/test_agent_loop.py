@@ -445,7 +445,12 @@ def test_a_query_copied_from_the_routing_hint_is_an_error_result_for_the_model(d
     hint = "Routing hint (may be wrong; follow the question): call search_patterns."
     asked = ["which seasonal pattern is the most confident?", "and which one is the lowest?"]
     assert copies_the_hint("Routing hint", hint, asked)
-    assert copies_the_hint("call search", hint, asked)
+    assert copies_the_hint("call", hint, asked)
+    # a tool's name is not the hint's prose: "product" names no topic (the catalog ranked);
+    # refused, a 1.5B declined "what was our most popular prodcut in october"
+    products = "Routing hint (may be wrong; follow the question): call search_products."
+    assert not copies_the_hint("product", products, ["our most popular prodcut in october"])
+    assert not copies_the_hint("search patterns", hint, asked)
     for query in ("seasonal patterns", "lowest confidence seasonal", "", "Routing hint"):
         assert not copies_the_hint(query, "" if query == "Routing hint" else hint, asked)
     # a plural of the user's word is the user's word (blind23: "likely patterns" was refused,
