@@ -145,7 +145,7 @@ def earlier_question(messages: Sequence[Message]) -> str | None:
 _HINT = "Routing hint (may be wrong; follow the question): "
 
 
-def _likely(tools: Sequence[str]) -> str:
+def _calls(tools: Sequence[str]) -> str:
     """The hint's tools; two or more, as calls of one reply. Only a verb and the tools' names:
     a 1.5B wrote the words around them as its query when the question named no topic
     ("likely" from "likely tools: search_patterns", 4 times in the spent and blind sets)."""
@@ -248,7 +248,7 @@ class Guidance:
             return Hint(
                 f"{_HINT}a follow-up to the previous question; {_asked_again(question)}call "
                 f"a tool for it, earlier figures answer only earlier questions; "
-                f"{_likely(tools)}",
+                f"{_calls(tools)}",
                 tools,
             )
         route = await self._route(question, ctx)
@@ -268,7 +268,7 @@ class Guidance:
         tools = await self._nearer_in_data(route.tools, question, ctx)
         if "search_org_context" not in tools and await self._part_in_knowledge_base(question, ctx):
             tools = (*tools, "search_org_context")
-        return Hint(f"{_HINT}{_likely(tools)}", tools)
+        return Hint(f"{_HINT}{_calls(tools)}", tools)
 
     async def _part_in_knowledge_base(self, question: str, ctx: ToolContext) -> bool:
         """A request of two questions one of which the knowledge base answers ("what's our

@@ -102,14 +102,9 @@ async def run_tools(
     asked = [m.content for m in run.messages if m.role == "user"]
     results = await asyncio.gather(
         *(
-            run_tool(
-                tools.get(c.name),
-                c,
-                ctx,
-                timeout_s,
-                _hint_copied(tools.get(c.name), c, run.hint, asked),
-            )
+            run_tool(tool, c, ctx, timeout_s, _hint_copied(tool, c, run.hint, asked))
             for c in calls
+            for tool in [tools.get(c.name)]
         )
     )
     run.tools_s += time.perf_counter() - started
