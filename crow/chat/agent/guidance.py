@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -196,11 +195,8 @@ def copies_the_hint(query: str, hint: str, asked: Sequence[str]) -> bool:
     october" names no topic (the whole catalog ranked), and refused, a 1.5B declined."""
     words = _long_stems(query)
     said = set().union(*map(_long_stems, asked))
-    prose = _TOOL_NAME.sub(" ", hint)
+    prose = " ".join(w for w in hint.split() if "_" not in w)  # search_products, ...
     return bool(words) and words <= _long_stems(prose) and not words & said
-
-
-_TOOL_NAME = re.compile(r"\b[a-z]+(?:_[a-z]+)+\b")  # search_products, get_interaction_summary
 
 
 def _long_stems(text: str) -> set[str]:
