@@ -188,7 +188,18 @@ async def _named_products(
             hit = next((h for h in nearest if _title_key(h["title"]) == key), None)
         if hit is not None and all(h["id"] != hit["id"] for h in named):
             named.append(hit)
+    # a title the user wrote in full names that product too: asked "is the Fresh Mart Select
+    # Trail Mix Value Size local or imported?", a 1.5B searched "Select Trail Mix", read no
+    # attributes and answered "local" (it is imported)
+    asked = f" {_title_key(_WORDS_APART.sub(' ', ctx.question))} "
+    for hit in hits:
+        title = f" {_title_key(_WORDS_APART.sub(' ', hit['title']))} "
+        if title in asked and all(h["id"] != hit["id"] for h in named):
+            named.append(hit)
     return named
+
+
+_WORDS_APART = re.compile(r"[^\w&'-]")  # one character at a time: linear
 
 
 # each separator opens where a run of spaces does: linear on any text

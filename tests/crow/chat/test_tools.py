@@ -266,6 +266,16 @@ def test_the_product_a_query_names_comes_with_its_attributes_and_no_other(demo):
     assert stated in out.content["in_words"] or stated in out.content.get("product_named", "")
     topic = asyncio.run(search.invoke({"query": "rain jackets"}, ctx_for(demo))).content
     assert all("attributes" not in r for r in topic["products"])
+    # a title the user's question writes in full names the product, whatever the query
+    # (blind41: "is the Fresh Mart Select Trail Mix Value Size local or imported?" was
+    # searched "Select Trail Mix", read no origin and answered "local")
+    short = " ".join(title.split()[1:3])
+    asked = ctx_for(demo, question=f"is the {title.upper()}, local or not?")
+    rows = asyncio.run(search.invoke({"query": short}, asked)).content["products"]
+    assert [r["attributes"] for r in rows if r["title"] == title] == [stated]
+    assert all("attributes" not in r for r in rows if r["title"] != title)
+    alone = asyncio.run(search.invoke({"query": short}, ctx_for(demo))).content["products"]
+    assert all("attributes" not in r for r in alone)
 
 
 @pytest.mark.parametrize(
