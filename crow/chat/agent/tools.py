@@ -37,6 +37,7 @@ from crow.chat.agent.product_words import (
     topic_words,
 )
 from crow.chat.agent.sources import Source
+from crow.chat.agent.titles import states_title
 from crow.chat.agent.tool import Tool, ToolOutput
 from crow.chat.agent.tool_args import (
     InteractionArgs,
@@ -191,15 +192,10 @@ async def _named_products(
     # a title the user wrote in full names that product too: asked "is the Fresh Mart Select
     # Trail Mix Value Size local or imported?", a 1.5B searched "Select Trail Mix", read no
     # attributes and answered "local" (it is imported)
-    asked = f" {_title_key(_WORDS_APART.sub(' ', ctx.question))} "
     for hit in hits:
-        title = f" {_title_key(_WORDS_APART.sub(' ', hit['title']))} "
-        if title in asked and all(h["id"] != hit["id"] for h in named):
+        if states_title(ctx.question, hit["title"]) and all(h["id"] != hit["id"] for h in named):
             named.append(hit)
     return named
-
-
-_WORDS_APART = re.compile(r"[^\w&'-]")  # one character at a time: linear
 
 
 # each separator opens where a run of spaces does: linear on any text

@@ -5,17 +5,15 @@ footnote to the churn-risk pattern, and asked for the pattern it was most confid
 
 from __future__ import annotations
 
-import html
 import re
-import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
 from crow.chat.agent.in_words import RANKED_FIRST
 from crow.chat.agent.sources import Source, with_footnotes
+from crow.chat.agent.titles import states_title
 
 _WORD = re.compile(r"[a-z0-9]{3,}")
-_TOKEN = re.compile(r"[a-z0-9]+")
 # "No churn risk was detected", "none of the patterns", "isn't", "nothing about it".
 _NEGATION = re.compile(r"\b(?:no|none|not|nothing|neither|nor)\b|n't\b", re.I)
 # A pattern's figure: a share ("31%", "31 percent") or a decimal (a confidence, "0.87");
@@ -44,27 +42,12 @@ def names_no_ranked(plain: str, outputs: Sequence[tuple[str, dict[str, Any]]]) -
     firsts = [
         c[RANKED_FIRST] for name, c in outputs if name == "search_patterns" and RANKED_FIRST in c
     ]
-    if not firsts or any(_states_title(plain, title) for title in firsts):
+    if not firsts or any(states_title(plain, title) for title in firsts):
         return None
     return (
         f"The pattern your search ranked first is {firsts[-1]!r}; your answer does not name "
         "it. Start your answer with that title, word for word, then give its figures."
     )
-
-
-def _states_title(text: str, title: str) -> bool:
-    """The title's words, in order and one after another, are words of the text: markdown
-    ("**Out-of-stock spike** in Health & Beauty"), other hyphens (U+2011), "&" for "and" or
-    "&amp;", quotes and line breaks aside; a word put in between ("at the shipping step" for
-    "at shipping step") is not the title."""
-    said, wanted = _title_words(text), _title_words(title)
-    n = len(wanted)
-    return n > 0 and any(said[i : i + n] == wanted for i in range(len(said) - n + 1))
-
-
-def _title_words(text: str) -> list[str]:
-    plain = unicodedata.normalize("NFKC", html.unescape(text)).casefold().replace("&", " and ")
-    return _TOKEN.findall(plain)
 
 
 def _names_none(plain: str, tools: Sequence[str], returned: Sequence[Source]) -> str | None:
