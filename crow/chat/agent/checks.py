@@ -57,8 +57,6 @@ def answer_problem(text: str, outputs: Outputs, question: str = "") -> str | Non
             f"Your answer talks about the tool {named[0]} instead of answering with what it "
             "returned."
         )
-    if "routing hint" in text.casefold():  # a 1.5B answered "customers get a routing hint"
-        return "Your answer talks about the routing hint, a note for you, instead of answering."
     summaries = [c for name, c in outputs if name == "get_interaction_summary" and "error" not in c]
     if summaries and (wrong := wrong_counts(text, summaries)):
         figures = ", ".join(f"{n:,}" for n in sorted(_allowed(summaries)))
@@ -130,12 +128,15 @@ def for_correction(messages: Sequence[Message], problem: str) -> list[Message]:
     results, then the correction; not the answer it corrects, nor the chat's earlier answers
     (shown either, a 1.5B wrote it again: a one-channel count for two channels, 3 times of
     3; its popularity answer to "how much is it?", told it repeated itself and given the
-    price)."""
+    price), nor the hint line after the question (it was for the calls, made by now;
+    corrected, a 1.5B wrote "Suggested (may be wrong; ...): call get_interaction_summary."
+    as its answer, 3 times in 80 spent questions)."""
     asked = max((i for i, m in enumerate(messages) if m.role == "user"), default=0)
     kept = [
         m
         for i, m in enumerate(messages)
         if not (i < asked and m.role == "assistant" and not m.tool_calls)
+        and not (i > asked and m.role == "system")
     ]
     return [*kept, Message.user(correction(problem))]
 

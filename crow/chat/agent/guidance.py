@@ -141,7 +141,9 @@ def earlier_question(messages: Sequence[Message]) -> str | None:
     return asked[-2] if len(asked) >= 2 else None
 
 
-_HINT = "Routing hint (may be wrong; follow the question): "
+# Its label is no noun phrase: labelled "Routing hint", it was a 1.5B's query twice ("which
+# navigation product ...", a follow-up naming no topic), refused, and then declined.
+_HINT = "Suggested (may be wrong; follow the question): "
 
 
 def _calls(tools: Sequence[str]) -> str:
@@ -258,9 +260,7 @@ class Guidance:
         if route is None or route.abstained:
             return None
         if route.small_talk:
-            return Hint(
-                "Routing hint: this reads as small talk; reply briefly without calling a tool."
-            )
+            return Hint(f"{_HINT}this reads as small talk; reply briefly without calling a tool.")
         tools = await self._nearer_in_data(route.tools, question, ctx)
         if "search_org_context" not in tools and await self._part_in_knowledge_base(question, ctx):
             tools = (*tools, "search_org_context")

@@ -10,7 +10,8 @@ when it
 - claims data with no tool run for the question (unsourced.needs_a_call: a count, "nothing
   found", a lookup announced or described but not made), or, with guidance, comes with no
   call where the routing hint named tools;
-- states a fact, or that there is none, after calls that all failed;
+- states a fact, or that there is none, after calls that all failed (anything at all, when
+  one was refused for copying the hint: it can be written again);
 - says a part "is not specified" after calls.
 
 A checked answer (crow.chat.agent.checks) that fails gets one correction; failing again, it

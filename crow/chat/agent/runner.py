@@ -73,8 +73,8 @@ def _hint_copied(tool: Tool | None, call: ToolCall, hint: str, asked: Sequence[s
     field = tool.args.model_fields.get("query") if tool is not None else None
     optional = field is not None and not field.is_required()  # a search of everything
     return (
-        f"the query {query!r} is words of the routing hint, not of the question; write the "
-        "query from what the question asks about"
+        f"the query {query!r} is words of the suggestion after the question, not of the "
+        "question; write the query from what the question asks about"
         + (", or an empty query if it names no topic" if optional else "")
     )
 
@@ -100,11 +100,12 @@ async def run_tools(
     """One step's calls in parallel; their results join the run's messages in call order."""
     started = time.perf_counter()
     asked = [m.content for m in run.messages if m.role == "user"]
+    refusals = [_hint_copied(tools.get(c.name), c, run.hint, asked) for c in calls]
+    run.refused += sum(r is not None for r in refusals)
     results = await asyncio.gather(
         *(
-            run_tool(tool, c, ctx, timeout_s, _hint_copied(tool, c, run.hint, asked))
-            for c in calls
-            for tool in [tools.get(c.name)]
+            run_tool(tools.get(c.name), c, ctx, timeout_s, refused)
+            for c, refused in zip(calls, refusals, strict=True)
         )
     )
     run.tools_s += time.perf_counter() - started

@@ -38,6 +38,7 @@ class AgentRun:
     must_call: bool = False  # ... and the step asked again must call a tool
     hinted: tuple[str, ...] = ()  # the tools the routing hint named (guidance only)
     hint: str = ""  # the routing hint's line (guidance only)
+    refused: int = 0  # calls not run: their query copied the hint (crow.chat.agent.runner)
 
     @property
     def found(self) -> bool:

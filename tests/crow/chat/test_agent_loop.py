@@ -408,6 +408,28 @@ def test_a_figure_stated_after_every_call_failed_is_asked_again_with_a_call_requ
     assert answer.content.startswith("Sorry")
 
 
+def test_a_decline_after_a_call_refused_for_copying_the_hint_is_asked_again(demo):
+    """blind41: a follow-up searched the patterns for the hint's label, was refused, and the
+    1.5B answered "I apologize, but I can't assist with that." A refused query can be written
+    again: any answer after calls that all failed, one of them refused, is asked again once,
+    a call required; which call is still the model's choice."""
+    model = ScriptedChatModel(
+        [
+            call("search_interactions", query="Suggested"),
+            AssistantTurn(text="I apologize, but I can't assist with that."),
+            call("get_interaction_summary", cid="c2"),
+            AssistantTurn(text="Done."),
+        ]
+    )
+    answer = run(Agent(model, AgentConfig(hints=True)), ctx_for(demo), "How many interactions?")
+    model.assert_complete()
+    assert model.calls[0].messages[-1].content.startswith("Suggested")  # the hint's line
+    assert model.calls[2].params.tool_choice == "required"
+    assert [s["ok"] for s in answer.tool_steps] == [False, True]
+    assert "words of the suggestion" in answer.tool_steps[0]["error"]
+    assert answer.content == "Done."
+
+
 def test_an_answer_that_leaves_a_part_unspecified_is_asked_again_with_a_call_required(demo):
     """blind26: "what's the top selling household product, and remind me what the minimum order
     is for free delivery" got one product search and "the minimum order ... is not specified
@@ -433,45 +455,45 @@ def test_an_answer_that_leaves_a_part_unspecified_is_asked_again_with_a_call_req
     whole.assert_complete()
 
 
-def test_a_query_copied_from_the_routing_hint_is_an_error_result_for_the_model(demo):
-    """A 1.5B searched the patterns for "Routing hint" after "and which one has the lowest
-    confidence?": such a call is not run; its result tells the model to write the query from
+def test_a_query_copied_from_the_hint_is_an_error_result_for_the_model(demo):
+    """A 1.5B searched the patterns for the hint's label ("Routing hint", as it was) after "and
+    which one has the lowest confidence?": such a call is not run; its result tells the model to write the query from
     the question. A query with the question's words runs, and so does any query with no hint."""
     from crow.chat.agent.guidance import copies_the_hint
     from crow.chat.agent.runner import run_tools
     from crow.chat.agent.step import AgentRun
     from crow.chat.agent.tools import TOOLS_BY_NAME
 
-    hint = "Routing hint (may be wrong; follow the question): call search_patterns."
+    hint = "Suggested (may be wrong; follow the question): call search_patterns."
     asked = ["which seasonal pattern is the most confident?", "and which one is the lowest?"]
-    assert copies_the_hint("Routing hint", hint, asked)
+    assert copies_the_hint("Suggested", hint, asked)
     assert copies_the_hint("call", hint, asked)
     # a tool's name is not the hint's prose: "product" names no topic (the catalog ranked);
     # refused, a 1.5B declined "what was our most popular prodcut in october"
-    products = "Routing hint (may be wrong; follow the question): call search_products."
+    products = "Suggested (may be wrong; follow the question): call search_products."
     assert not copies_the_hint("product", products, ["our most popular prodcut in october"])
     assert not copies_the_hint("search patterns", hint, asked)
-    for query in ("seasonal patterns", "lowest confidence seasonal", "", "Routing hint"):
-        assert not copies_the_hint(query, "" if query == "Routing hint" else hint, asked)
+    for query in ("seasonal patterns", "lowest confidence seasonal", "", "Suggested"):
+        assert not copies_the_hint(query, "" if query == "Suggested" else hint, asked)
     # a plural of the user's word is the user's word (blind23: "likely patterns" was refused,
     # and the 1.5B answered from nothing)
-    plural = "Routing hint: likely patterns. likely tools: search_patterns."
+    plural = "Suggested: likely patterns. likely tools: search_patterns."
     assert not copies_the_hint("likely patterns", plural, ["the pattern we're most sure of?"])
     assert copies_the_hint("likely patterns", plural, ["what are we most sure of?"])
 
     state = AgentRun([Message.user(q) for q in asked], lambda event: None, hint=hint)
     calls = [
-        ToolCall(id="c1", name="search_patterns", arguments={"query": "Routing hint"}),
+        ToolCall(id="c1", name="search_patterns", arguments={"query": "Suggested"}),
         ToolCall(id="c2", name="search_patterns", arguments={"query": "seasonal"}),
     ]
     copied, kept = asyncio.run(run_tools(TOOLS_BY_NAME, calls, state, ctx_for(demo), 10.0))
-    assert not copied["ok"] and "words of the routing hint" in copied["error"]
+    assert not copied["ok"] and "words of the suggestion" in copied["error"]
     told = state.messages[-2].content
     assert "write the query from what the question asks" in told
     # the pattern query may be empty (all patterns), and the model is told so
     assert "or an empty query if it names no topic" in told
     assert kept["ok"] and kept["results"] > 0
     # a tool whose query is required is not told to leave it empty
-    kb = [ToolCall(id="c3", name="search_org_context", arguments={"query": "Routing hint"})]
+    kb = [ToolCall(id="c3", name="search_org_context", arguments={"query": "Suggested"})]
     (refused,) = asyncio.run(run_tools(TOOLS_BY_NAME, kb, state, ctx_for(demo), 10.0))
     assert not refused["ok"] and "empty query" not in state.messages[-1].content

@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from crow.chat.agent.config import AgentConfig
 from crow.chat.agent.loop import Agent
 from crow.chat.agent.pattern_search import search_patterns
 from crow.chat.agent.tool_args import PatternArgs
@@ -47,6 +48,8 @@ def test_a_strong_model_style_answer_passes_every_check_unchanged(demo, text):
 
 
 def test_a_wrong_count_gets_one_correction_round(demo):
+    """The correction's conversation leaves out the hint line after the question (hints on):
+    its calls are made, and corrected, a 1.5B wrote the line itself as its answer."""
     model = ScriptedChatModel(
         [
             call("get_interaction_summary"),
@@ -54,7 +57,11 @@ def test_a_wrong_count_gets_one_correction_round(demo):
             AssistantTurn(text="There are 3,000 interactions."),
         ]
     )
-    answer = run(Agent(model), ctx_for(demo), "How many interactions do we have?")
+    agent = Agent(model, AgentConfig(hints=True))
+    answer = run(agent, ctx_for(demo), "How many interactions do we have?")
+    hint = model.calls[0].messages[-1]
+    assert hint.role == "system" and hint.content.startswith("Suggested")
+    assert hint in model.calls[1].messages and hint not in model.calls[2].messages
     correction = model.calls[2].messages[-1]
     assert (
         correction.role == "user"
@@ -63,22 +70,6 @@ def test_a_wrong_count_gets_one_correction_round(demo):
     )
     assert model.calls[2].params.tool_choice == "none"
     assert answer.content == "There are 3,000 interactions." and answer.fallback is None
-
-
-def test_an_answer_about_the_routing_hint_gets_one_correction_round(demo):
-    """blind22: a 1.5B answered that customers "get a routing hint" for a late delivery."""
-    model = ScriptedChatModel(
-        [
-            call("search_org_context", query="late delivery"),
-            AssistantTurn(text="The customers get a routing hint if their delivery is late."),
-            AssistantTurn(text="A late delivery gets a $10 credit."),
-        ]
-    )
-    answer = run(Agent(model), ctx_for(demo), "what do customers get if delivery is late?")
-    correction = model.calls[2].messages[-1]
-    assert correction.role == "user" and "routing hint" in correction.content
-    assert answer.content.startswith("A late delivery gets a $10 credit.")
-    assert answer.fallback is None
 
 
 def test_an_answer_that_repeats_the_earlier_one_gets_one_correction_round(demo):
