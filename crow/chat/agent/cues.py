@@ -166,11 +166,14 @@ def channels_named(message: str) -> list[str]:
     return [channel for channel, words in _CHANNEL_WORDS.items() if words.search(message)]
 
 
-_EVERY_CHANNEL = re.compile(r"\b(?:by|per|each|every) (?:channel|source|platform)s?\b", re.I)
+_EVERY_CHANNEL = re.compile(
+    r"\b(?:by|per|each|(?<!across )every) (?:channel|source|platform)s?\b", re.I
+)
 
 
 def asks_every_channel(message: str) -> bool:
-    """A count asked channel by channel ("break down interactions by channel", "per source")."""
+    """A count asked channel by channel ("break down interactions by channel", "per source");
+    not a total "across every channel"."""
     return _EVERY_CHANNEL.search(message) is not None
 
 

@@ -15,6 +15,7 @@ from crow.chat.agent.charts import products_chart, summary_charts
 from crow.chat.agent.context import ToolContext
 from crow.chat.agent.cues import (
     asks_again,
+    asks_every_channel,
     asks_price,
     is_follow_up,
     split_clauses,
@@ -83,7 +84,9 @@ async def get_interaction_summary(args: SummaryArgs, ctx: ToolContext) -> ToolOu
                 f"No interactions in that period; the data runs from {day(data['first_at'])} "
                 f"to {day(data['last_at'])}."
             )
-    content["in_words"] = compared_lead(content, ctx.question) + summary_in_words(content)
+    content["in_words"] = compared_lead(content, ctx.question) + summary_in_words(
+        content, asks_every_channel(ctx.question)
+    )
     return ToolOutput(content, charts=summary_charts(s, args.channel))
 
 

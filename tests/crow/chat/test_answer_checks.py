@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from crow.chat.agent.checks import half_compared
 from crow.chat.agent.config import AgentConfig
 from crow.chat.agent.loop import Agent
 from crow.chat.agent.pattern_search import search_patterns
@@ -206,6 +207,13 @@ def test_a_breakdown_by_channel_short_of_a_channel_gets_one_correction_round(dem
     model.assert_complete()
     correction = model.calls[2].messages[-1].content
     assert all(f"{ch} ({by[ch]:,})" in correction for ch in by)
+    # a total "across every channel" asks for no channel's figure (blind40, "just need the
+    # total": the total with the busiest and quietest was corrected, then composed)
+    assert half_compared(short, [("get_interaction_summary", {"by_channel": by})], question)
+    total_asked = "how many interactions across every channel? just need the total"
+    assert (
+        half_compared(short, [("get_interaction_summary", {"by_channel": by})], total_asked) is None
+    )
     assert f"gives the figure for {busiest}, {quietest} only" in correction
     assert answer.content == table and answer.fallback is None
 

@@ -4,6 +4,7 @@ results that say what to try."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from typing import Any
 
@@ -415,6 +416,17 @@ def test_a_channel_filter_counts_that_channel_beside_every_channel_and_all_means
         ) in result["in_words"]
     assert web["in_words"].startswith(f"{counts['web']:,} interactions on the web channel")
     assert f"{counts['cctv']:,} cctv" in web["in_words"]
+    # asked channel by channel, a 1.5B answered with the busiest and quietest only: a
+    # question for each channel reads every count and no extremes; a total "across every
+    # channel" still reads them
+    for question, each in (
+        ("break down interactions by channel for the last 30 days", True),
+        ("how many across every channel in the last 30 days? just the total", False),
+    ):
+        ctx = dataclasses.replace(ctx_for(demo), question=question)
+        words = asyncio.run(summary.invoke({"channel": "all", **window}, ctx)).content["in_words"]
+        assert all(f"{n:,} {ch}" in words for ch, n in counts.items())
+        assert ("busiest" not in words) is each
 
 
 def test_an_empty_result_under_filters_says_what_to_try(demo):
