@@ -53,10 +53,9 @@ def summary_in_words(c: dict[str, Any], each_channel: bool = False) -> str:
         )
     elif c.get("busiest_channel"):
         text += f": {parts}"
-    if (
-        c.get("busiest_channel") and not each_channel
-    ):  # with its figure: "our quietest channel?" was answered
-        busiest, quietest = c["busiest_channel"], c["quietest_channel"]  # "social", no count
+    # each with its figure: "our quietest channel?" was answered "social", no count
+    if c.get("busiest_channel") and not each_channel:
+        busiest, quietest = c["busiest_channel"], c["quietest_channel"]
         text += (
             f"; busiest {busiest} ({counts[busiest]:,} interactions), "
             f"quietest {quietest} ({counts[quietest]:,} interactions)"

@@ -53,8 +53,8 @@ def needs_a_call(text: str, run: AgentRun, tools: Collection[str]) -> str | None
     """Why an answer needs a tool call first, or None. After calls that found data, a part
     it says the results leave open; after calls that all failed, any answer if one was
     refused for copying the hint (the model can write it again), else a fact it states; with
-    no call, a claim of data with nothing behind
-    it, or (guidance) the routing hint named tools for the question."""
+    no call, a claim of data with nothing behind it, or (guidance) the routing hint named
+    tools for the question."""
     if run.found:
         said = left_open(text)
         return f"says a part {said!r} without a call for it" if said else None
