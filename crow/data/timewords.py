@@ -10,13 +10,14 @@ import re
 from datetime import UTC, datetime, timedelta
 
 _UNITS = {"hour": 1 / 24, "day": 1, "week": 7, "fortnight": 14, "month": 30, "quarter": 91,
-          "year": 365, "wk": 7, "mo": 30, "yr": 365}  # fmt: skip
+          "year": 365, "wk": 7, "mo": 30, "yr": 365, "hr": 1 / 24, "h": 1 / 24,
+          "d": 1}  # fmt: skip
 # The spaces after "last" and after the number are one run each: `\s+(?P<n>...)?\s*` let both
 # share a long run, quadratic in its length. A number in words needs its space ("two weeks").
 _SPAN = re.compile(
     r"^(?:(?:over|in|during|within|for|since|from) )?(?:(?:the|this|these) )?"
     r"(?:(?:last|past|previous|recent)\s+)?(?:(?P<n>\d+)\s*|(?P<w>(?:a )?[a-z]+(?: of)?)\s+)?"
-    r"(?P<unit>hour|day|week|fortnight|month|quarter|year|wk|mo|yr)s?(?: ago)?$"
+    r"(?P<unit>hour|day|week|fortnight|month|quarter|year|wk|mo|yr|hr|h|d)s?(?: ago)?$"
 )
 _NUMBER_WORDS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
                  "ten", "eleven", "twelve")  # fmt: skip

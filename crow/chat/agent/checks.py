@@ -21,6 +21,7 @@ from crow.chat.agent.cues import (
     is_follow_up,
     names_no_channel,
 )
+from crow.chat.agent.guidance import echoes_hint
 from crow.chat.agent.sources import Source, with_footnotes
 from crow.chat.agent.unnamed import names_no_pattern
 from models.messages import Message
@@ -57,6 +58,8 @@ def answer_problem(text: str, outputs: Outputs, question: str = "") -> str | Non
             f"Your answer talks about the tool {named[0]} instead of answering with what it "
             "returned."
         )
+    if echoes_hint(text):
+        return "Your answer repeats the suggestion line, a note for you, instead of answering."
     summaries = [c for name, c in outputs if name == "get_interaction_summary" and "error" not in c]
     if summaries and (wrong := wrong_counts(text, summaries)):
         figures = ", ".join(f"{n:,}" for n in sorted(_allowed(summaries)))

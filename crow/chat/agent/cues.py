@@ -167,13 +167,15 @@ def channels_named(message: str) -> list[str]:
 
 
 _EVERY_CHANNEL = re.compile(
-    r"\b(?:by|per|each|(?<!across )every) (?:channel|source|platform)s?\b", re.I
+    r"\b(?:by|per|each|(?<!across )every) (?:channel|source|platform)s?\b"
+    r"|\bchannel (?:split|breakdown|mix)\b",
+    re.I,
 )
 
 
 def asks_every_channel(message: str) -> bool:
-    """A count asked channel by channel ("break down interactions by channel", "per source");
-    not a total "across every channel"."""
+    """A count asked channel by channel ("break down interactions by channel", "per source",
+    "channel split"); not a total "across every channel"."""
     return _EVERY_CHANNEL.search(message) is not None
 
 

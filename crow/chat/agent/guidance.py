@@ -146,6 +146,12 @@ def earlier_question(messages: Sequence[Message]) -> str | None:
 _HINT = "Suggested (may be wrong; follow the question): "
 
 
+def echoes_hint(text: str) -> bool:
+    """An answer that writes out the hint line (blind42: after a refused time word, a 1.5B
+    answered "Suggested (may be wrong; follow the question): call search_interactions.")."""
+    return "may be wrong; follow the question" in text
+
+
 def _calls(tools: Sequence[str]) -> str:
     """The hint's tools; two or more, as calls of one reply. Only a verb and the tools' names:
     a 1.5B wrote the words around them as its query when the question named no topic

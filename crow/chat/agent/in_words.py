@@ -36,26 +36,24 @@ def compared_lead(c: dict[str, Any], question: str) -> str:
     return f"The channels asked about: {figures}; {named[0]} has {most}. "
 
 
-def summary_in_words(c: dict[str, Any], each_channel: bool = False) -> str:
+def summary_in_words(c: dict[str, Any]) -> str:
     """The counts as a sentence with the figures as an answer writes them (a small model
-    copies "20,000" correctly where it miswrites 20000), and the period they cover. The
-    busiest and quietest channels, unless the question asks for ``each_channel``: asked to
-    break the count down by channel, a 1.5B gave those two, and again when corrected."""
+    copies "20,000" correctly where it miswrites 20000), and the period they cover; the
+    busiest and quietest channels where the result names them."""
     scope = f" on the {c['channel']} channel" if c.get("channel") else ""
     period = f" from {c['period']}" if c.get("period") else ""
     text = f"{c['total_interactions']:,} interactions{scope}{period}"
     counts = c.get("every_channel_same_period") or c["by_channel"]
     parts = ", ".join(f"{n:,} {ch}" for ch, n in counts.items())
-    if c.get("channel") and c.get("busiest_channel"):
+    if c.get("channel") and any(counts.values()):
         everything = sum(counts.values())
         text += (
             f". Every channel in the same period, for comparison: {parts} ({everything:,} in all)"
         )
-    elif c.get("busiest_channel"):
+    elif any(counts.values()):
         text += f": {parts}"
-    # each with its figure: "our quietest channel?" was answered "social", no count
-    if c.get("busiest_channel") and not each_channel:
-        busiest, quietest = c["busiest_channel"], c["quietest_channel"]
+    if c.get("busiest_channel"):  # with its figure: "our quietest channel?" was answered
+        busiest, quietest = c["busiest_channel"], c["quietest_channel"]  # "social", no count
         text += (
             f"; busiest {busiest} ({counts[busiest]:,} interactions), "
             f"quietest {quietest} ({counts[quietest]:,} interactions)"

@@ -73,7 +73,9 @@ async def get_interaction_summary(args: SummaryArgs, ctx: ToolContext) -> ToolOu
         content["every_channel_same_period"] = ranked
     else:
         content["by_channel"] = ranked
-    if every["total"]:
+    # Not for a count asked channel by channel: given them, a 1.5B answered "break down
+    # interactions by channel" with these two (blind40), or with their names alone (blind42).
+    if every["total"] and not asks_every_channel(ctx.question):
         content |= {"busiest_channel": next(iter(ranked)), "quietest_channel": [*ranked][-1]}
     if s["first_at"]:
         content["period"] = f"{day(s['first_at'])} to {day(s['last_at'])}"
@@ -84,9 +86,7 @@ async def get_interaction_summary(args: SummaryArgs, ctx: ToolContext) -> ToolOu
                 f"No interactions in that period; the data runs from {day(data['first_at'])} "
                 f"to {day(data['last_at'])}."
             )
-    content["in_words"] = compared_lead(content, ctx.question) + summary_in_words(
-        content, asks_every_channel(ctx.question)
-    )
+    content["in_words"] = compared_lead(content, ctx.question) + summary_in_words(content)
     return ToolOutput(content, charts=summary_charts(s, args.channel))
 
 

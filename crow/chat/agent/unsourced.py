@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
+from crow.chat.agent.guidance import echoes_hint
 from crow.chat.agent.step import AgentRun
 
 _INTERACTIONS = re.compile(r"\binteractions?\b", re.I)
@@ -50,11 +51,14 @@ _LIST_NUMBER = re.compile(r"(?m)^[ \t]*\d{1,2}[.)][ \t]")
 
 
 def needs_a_call(text: str, run: AgentRun, tools: Collection[str]) -> str | None:
-    """Why an answer needs a tool call first, or None. After calls that found data, a part
+    """Why an answer needs a tool call first, or None: one that writes out the hint line
+    (which names calls) in any case. After calls that found data, a part
     it says the results leave open; after calls that all failed, any answer if one was
     refused for copying the hint (the model can write it again), else a fact it states; with
     no call, a claim of data with nothing behind it, or (guidance) the routing hint named
     tools for the question."""
+    if echoes_hint(text):
+        return "writes out the hint line instead of answering"
     if run.found:
         said = left_open(text)
         return f"says a part {said!r} without a call for it" if said else None

@@ -430,6 +430,30 @@ def test_a_decline_after_a_call_refused_for_copying_the_hint_is_asked_again(demo
     assert answer.content == "Done."
 
 
+def test_an_answer_that_writes_out_the_hint_line_is_never_kept(demo):
+    """blind42: a time word refused ("last 24h", since read), a 1.5B answered with the hint
+    line itself. After calls that all failed it is asked again, a call required; after data,
+    it gets a correction."""
+    from crow.chat.agent.checks import answer_problem
+
+    echo = "Suggested (may be wrong; follow the question): call search_interactions."
+    model = ScriptedChatModel(
+        [
+            call("get_interaction_summary", channel="cctv", since="in the year of the cat"),
+            AssistantTurn(text=echo),
+            call("get_interaction_summary", cid="c2", channel="cctv", since="last 24h"),
+            AssistantTurn(text="Done."),
+        ]
+    )
+    answer = run(Agent(model, AgentConfig(hints=True)), ctx_for(demo), "cctv events lately?")
+    model.assert_complete()
+    assert model.calls[2].params.tool_choice == "required"
+    assert [s["ok"] for s in answer.tool_steps] == [False, True] and answer.content == "Done."
+    found = [("get_interaction_summary", {"total_interactions": 12, "by_channel": {"cctv": 12}})]
+    assert "suggestion line" in (answer_problem(echo, found) or "")
+    assert answer_problem("You had 12 cctv interactions.", found) is None
+
+
 def test_an_answer_that_leaves_a_part_unspecified_is_asked_again_with_a_call_required(demo):
     """blind26: "what's the top selling household product, and remind me what the minimum order
     is for free delivery" got one product search and "the minimum order ... is not specified

@@ -421,12 +421,14 @@ def test_a_channel_filter_counts_that_channel_beside_every_channel_and_all_means
     # channel" still reads them
     for question, each in (
         ("break down interactions by channel for the last 30 days", True),
+        ("channel split for the last 30 days pls", True),
         ("how many across every channel in the last 30 days? just the total", False),
     ):
         ctx = dataclasses.replace(ctx_for(demo), question=question)
-        words = asyncio.run(summary.invoke({"channel": "all", **window}, ctx)).content["in_words"]
-        assert all(f"{n:,} {ch}" in words for ch, n in counts.items())
-        assert ("busiest" not in words) is each
+        content = asyncio.run(summary.invoke({"channel": "all", **window}, ctx)).content
+        assert all(f"{n:,} {ch}" in content["in_words"] for ch, n in counts.items())
+        assert ("busiest" not in content["in_words"]) is each
+        assert ("busiest_channel" not in content) is each
 
 
 def test_an_empty_result_under_filters_says_what_to_try(demo):

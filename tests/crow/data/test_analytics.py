@@ -93,6 +93,9 @@ def test_popularity_of_one_channel_and_period(analytics):
         ("a couple of weeks", 14),
         ("past fortnight", 14),
         ("last 3 wks", 21),
+        ("last 24h", 1),  # blind42: refused, the 1.5B then wrote its hint line as the answer
+        ("past 48 hrs", 2),
+        ("last 7d", 7),
     ],
 )
 def test_relative_words_resolve_against_the_anchor(expr, days):
