@@ -40,6 +40,8 @@ _DATE = re.compile(
     re.I,
 )
 _NUMBER = re.compile(r"\d[\d,.]*")
+# A span of time is not a count: "the quietest channel over the last 30 days was social".
+_SPAN = re.compile(r"\b\d+[ -]?(?:days?|weeks?|months?|hours?|years?|hrs?)\b", re.I)
 _BOLD = re.compile(r"\*\*([^*\n]{3,80})\*\*(\s*:)?")
 _WORD = re.compile(r"[a-z][a-z0-9]{2,}")
 _TITLE_WORD = re.compile(r"[A-Z0-9][\w'-]*")
@@ -229,7 +231,7 @@ LEAST_COUNT = 10
 
 def _counts_stated(text: str) -> list[float]:
     stated = []
-    for whole, decimals, unit in _FIGURE.findall(_DATE.sub(" ", text)):
+    for whole, decimals, unit in _FIGURE.findall(_SPAN.sub(" ", _DATE.sub(" ", text))):
         unit = unit.lower()
         if unit == "%" or (decimals and not unit) or _YEAR.match(whole):
             continue

@@ -39,6 +39,7 @@ def demo(tmp_path_factory):
         "Between 2026-09-01 and 2026-11-29 (the 29th of Nov), 3,000 interactions; the last at 22:58.",
         "**3,000**",
         "3,000 in all",
+        "Over the last 30 days, social was the quietest channel.",
     ],
 )
 def test_a_strong_model_style_answer_passes_every_check_unchanged(demo, text):
