@@ -61,6 +61,7 @@ TRUTH_FILES = [
     ROOT / "benchmarks" / "truth_blind39.jsonl",
     ROOT / "benchmarks" / "truth_blind40.jsonl",
     ROOT / "benchmarks" / "truth_blind41.jsonl",
+    ROOT / "benchmarks" / "truth_blind42.jsonl",
 ]
 
 
