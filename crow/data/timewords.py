@@ -17,7 +17,8 @@ _UNITS = {"hour": 1 / 24, "day": 1, "week": 7, "fortnight": 14, "month": 30, "qu
 _SPAN = re.compile(
     r"^(?:(?:over|in|during|within|for|since|from) )?(?:(?:the|this|these) )?"
     r"(?:(?:last|past|previous|recent)\s+)?(?:(?P<n>\d+)\s*|(?P<w>(?:a )?[a-z]+(?: of)?)\s+)?"
-    r"(?P<unit>hour|day|week|fortnight|month|quarter|year|wk|mo|yr|hr|h|d)s?(?: ago)?$"
+    r"(?P<unit>hour|day|week|fortnight|month|quarter|year|wk|mo|yr|hr|(?<=\d)[hd])s?"
+    r"(?: ago)?$"
 )
 _NUMBER_WORDS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
                  "ten", "eleven", "twelve")  # fmt: skip

@@ -41,7 +41,11 @@ _DATE = re.compile(
 )
 _NUMBER = re.compile(r"\d[\d,.]*")
 # A span of time is not a count: "the quietest channel over the last 30 days was social".
-_SPAN = re.compile(r"\b\d+[ -]?(?:days?|weeks?|months?|hours?|years?|hrs?)\b", re.I)
+_SPAN = re.compile(
+    r"\b\d+[ -]?(?:days?|d|weeks?|wks?|months?|mos?|hours?|hrs?|h|minutes?|mins?|years?|yrs?"
+    r"|quarters?|fortnights?)\b",
+    re.I,
+)
 _BOLD = re.compile(r"\*\*([^*\n]{3,80})\*\*(\s*:)?")
 _WORD = re.compile(r"[a-z][a-z0-9]{2,}")
 _TITLE_WORD = re.compile(r"[A-Z0-9][\w'-]*")
@@ -128,7 +132,7 @@ def _plain(text: str) -> str:
     return " ".join(with_footnotes(text, ()).casefold().split())
 
 
-def for_correction(messages: Sequence[Message], problem: str) -> list[Message]:
+def for_correction(messages: Sequence[Message], problem: str, hint: str = "") -> list[Message]:
     """The conversation the model answers again from: the questions, the calls and their
     results, then the correction; not the answer it corrects, nor the chat's earlier answers
     (shown either, a 1.5B wrote it again: a one-channel count for two channels, 3 times of
@@ -141,7 +145,7 @@ def for_correction(messages: Sequence[Message], problem: str) -> list[Message]:
         m
         for i, m in enumerate(messages)
         if not (i < asked and m.role == "assistant" and not m.tool_calls)
-        and not (i > asked and m.role == "system")
+        and not (hint and m.role == "system" and m.content == hint)
     ]
     return [*kept, Message.user(correction(problem))]
 

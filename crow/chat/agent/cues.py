@@ -173,6 +173,17 @@ _EVERY_CHANNEL = re.compile(
 )
 
 
+_CHANNEL_EXTREME = re.compile(
+    r"\b(?:busiest|quietest|most|least|fewest|highest|lowest|biggest|smallest|top)\b", re.I
+)
+
+
+def asks_each_channel_only(message: str) -> bool:
+    """A count asked channel by channel that asks for no busiest or quietest one ("break down
+    interactions by channel", not "break it down by channel: which is busiest?")."""
+    return asks_every_channel(message) and _CHANNEL_EXTREME.search(message) is None
+
+
 def asks_every_channel(message: str) -> bool:
     """A count asked channel by channel ("break down interactions by channel", "per source",
     "channel split"); not a total "across every channel"."""

@@ -149,7 +149,7 @@ _HINT = "Suggested (may be wrong; follow the question): "
 def echoes_hint(text: str) -> bool:
     """An answer that writes out the hint line (blind42: after a refused time word, a 1.5B
     answered "Suggested (may be wrong; follow the question): call search_interactions.")."""
-    return "may be wrong; follow the question" in text
+    return "may be wrong; follow the question" in text.casefold()
 
 
 def _calls(tools: Sequence[str]) -> str:

@@ -11,7 +11,8 @@ when it
   found", a lookup announced or described but not made), or, with guidance, comes with no
   call where the routing hint named tools;
 - states a fact, or that there is none, after calls that all failed (anything at all, when
-  one was refused for copying the hint: it can be written again);
+  one was refused for copying the hint: it can be written again), or, without data, writes
+  out the hint line;
 - says a part "is not specified" after calls.
 
 A checked answer (crow.chat.agent.checks) that fails gets one correction; failing again, it
@@ -165,7 +166,7 @@ class Agent:
             return text, fallback
         log.info("answer check failed (%s): %.200r", problem, text)
         halved = problem == half_compared(text, run.outputs, question)
-        run.messages = for_correction(run.messages, problem)
+        run.messages = for_correction(run.messages, problem, run.hint)
         with contextlib.suppress(ModelError):
             text = (await self._step(run, tools=False)).text
             problem = answer_problem(text, run.outputs, question) or (

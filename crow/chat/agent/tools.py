@@ -15,7 +15,7 @@ from crow.chat.agent.charts import products_chart, summary_charts
 from crow.chat.agent.context import ToolContext
 from crow.chat.agent.cues import (
     asks_again,
-    asks_every_channel,
+    asks_each_channel_only,
     asks_price,
     is_follow_up,
     split_clauses,
@@ -75,7 +75,7 @@ async def get_interaction_summary(args: SummaryArgs, ctx: ToolContext) -> ToolOu
         content["by_channel"] = ranked
     # Not for a count asked channel by channel: given them, a 1.5B answered "break down
     # interactions by channel" with these two (blind40), or with their names alone (blind42).
-    if every["total"] and not asks_every_channel(ctx.question):
+    if every["total"] and not asks_each_channel_only(ctx.question):
         content |= {"busiest_channel": next(iter(ranked)), "quietest_channel": [*ranked][-1]}
     if s["first_at"]:
         content["period"] = f"{day(s['first_at'])} to {day(s['last_at'])}"

@@ -51,17 +51,17 @@ _LIST_NUMBER = re.compile(r"(?m)^[ \t]*\d{1,2}[.)][ \t]")
 
 
 def needs_a_call(text: str, run: AgentRun, tools: Collection[str]) -> str | None:
-    """Why an answer needs a tool call first, or None: one that writes out the hint line
-    (which names calls) in any case. After calls that found data, a part
-    it says the results leave open; after calls that all failed, any answer if one was
-    refused for copying the hint (the model can write it again), else a fact it states; with
-    no call, a claim of data with nothing behind it, or (guidance) the routing hint named
-    tools for the question."""
-    if echoes_hint(text):
-        return "writes out the hint line instead of answering"
+    """Why an answer needs a tool call first, or None. After calls that found data, a part
+    it says the results leave open (an answer that writes out the hint line is corrected
+    instead, crow.chat.agent.checks); without data, one that writes out a hint line that
+    named tools; after calls that all failed, any answer if one was refused for copying the
+    hint (the model can write it again), else a fact it states; with no call, a claim of data
+    with nothing behind it, or (guidance) the routing hint named tools for the question."""
     if run.found:
         said = left_open(text)
         return f"says a part {said!r} without a call for it" if said else None
+    if run.hinted and echoes_hint(text):
+        return "writes out the hint line instead of answering"
     if run.outputs:
         if run.refused:  # refused, a 1.5B declined: "I apologize, but I can't assist with that."
             return "answers after its query was refused, without writing it again"

@@ -445,13 +445,25 @@ def test_an_answer_that_writes_out_the_hint_line_is_never_kept(demo):
             AssistantTurn(text="Done."),
         ]
     )
-    answer = run(Agent(model, AgentConfig(hints=True)), ctx_for(demo), "cctv events lately?")
+    answer = run(Agent(model, AgentConfig(hints=True)), ctx_for(demo), "How many interactions?")
     model.assert_complete()
     assert model.calls[2].params.tool_choice == "required"
     assert [s["ok"] for s in answer.tool_steps] == [False, True] and answer.content == "Done."
     found = [("get_interaction_summary", {"total_interactions": 12, "by_channel": {"cctv": 12}})]
-    assert "suggestion line" in (answer_problem(echo, found) or "")
+    assert "suggestion line" in (answer_problem(echo.upper(), found) or "")
     assert answer_problem("You had 12 cctv interactions.", found) is None
+    after_data = ScriptedChatModel(
+        [
+            call("get_interaction_summary", channel="cctv"),
+            AssistantTurn(text=echo),
+            AssistantTurn(text="Done."),
+        ]
+    )
+    answer = run(Agent(after_data, AgentConfig(hints=True)), ctx_for(demo), "cctv events?")
+    after_data.assert_complete()
+    assert after_data.calls[2].params.tool_choice == "none"  # a correction, no new call
+    assert "suggestion line" in after_data.calls[2].messages[-1].content
+    assert answer.content == "Done." and answer.fallback is None
 
 
 def test_an_answer_that_leaves_a_part_unspecified_is_asked_again_with_a_call_required(demo):
@@ -481,8 +493,9 @@ def test_an_answer_that_leaves_a_part_unspecified_is_asked_again_with_a_call_req
 
 def test_a_query_copied_from_the_hint_is_an_error_result_for_the_model(demo):
     """A 1.5B searched the patterns for the hint's label ("Routing hint", as it was) after "and
-    which one has the lowest confidence?": such a call is not run; its result tells the model to write the query from
-    the question. A query with the question's words runs, and so does any query with no hint."""
+    which one has the lowest confidence?": such a call is not run; its result tells the model
+    to write the query from the question. A query with the question's words runs, and so does
+    any query with no hint."""
     from crow.chat.agent.guidance import copies_the_hint
     from crow.chat.agent.runner import run_tools
     from crow.chat.agent.step import AgentRun

@@ -40,6 +40,7 @@ def demo(tmp_path_factory):
         "**3,000**",
         "3,000 in all",
         "Over the last 30 days, social was the quietest channel.",
+        "In the last 24h social was the quietest channel.",
     ],
 )
 def test_a_strong_model_style_answer_passes_every_check_unchanged(demo, text):
@@ -72,6 +73,28 @@ def test_a_wrong_count_gets_one_correction_round(demo):
     )
     assert model.calls[2].params.tool_choice == "none"
     assert answer.content == "There are 3,000 interactions." and answer.fallback is None
+
+
+def test_a_correction_drops_the_hint_line_and_no_other_system_message():
+    """After an invalid call the retry message is a user message after the hint line: the hint
+    is still left out, and the system prompt and organization line stay."""
+    from crow.chat.agent.checks import for_correction
+    from models.messages import ToolCall
+
+    hint = "Suggested (may be wrong; follow the question): call get_interaction_summary."
+    messages = [
+        Message.system("prompt"),
+        Message.system("org line"),
+        Message.user("How many interactions?"),
+        Message.system(hint),
+        Message.assistant("", (ToolCall(id="c1", name="get_interaction_summary", arguments={}),)),
+        Message.tool("{}", tool_call_id="c1", name="get_interaction_summary"),
+        Message.user("The call was invalid; call again."),
+    ]
+    kept = for_correction(messages, "Your answer states 2.", hint)
+    assert [m.content for m in kept[:2]] == ["prompt", "org line"]
+    assert all(m.content != hint for m in kept) and len(kept) == len(messages)
+    assert for_correction(messages, "p")[3].content == hint  # no hints: nothing to drop
 
 
 def test_an_answer_that_repeats_the_earlier_one_gets_one_correction_round(demo):

@@ -422,6 +422,7 @@ def test_a_channel_filter_counts_that_channel_beside_every_channel_and_all_means
     for question, each in (
         ("break down interactions by channel for the last 30 days", True),
         ("channel split for the last 30 days pls", True),
+        ("break it down by channel: which one is busiest?", False),
         ("how many across every channel in the last 30 days? just the total", False),
     ):
         ctx = dataclasses.replace(ctx_for(demo), question=question)

@@ -104,6 +104,12 @@ def test_relative_words_resolve_against_the_anchor(expr, days):
     assert end > ANCHOR
 
 
+@pytest.mark.parametrize("expr", ["past d", "this h", "last hs"])
+def test_a_one_letter_unit_needs_its_number(expr):
+    with pytest.raises(TimeWordError):
+        resolve(expr, ANCHOR)
+
+
 def test_last_month_alone_is_the_calendar_month_before_the_anchors_and_this_month_its_own():
     """Two set writers meant November by "last month"; "over the last month" stays 30 days."""
     october = (datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 11, 1, tzinfo=UTC))
