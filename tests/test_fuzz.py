@@ -4,6 +4,11 @@ undocumented status, no response outside its schema."""
 
 from __future__ import annotations
 
+# Loaded (and assertion-rewritten: schemathesis is a pytest plugin) at collection, not in
+# the test: compiled there, after a thousand other tests, CPython 3.11.7 once failed with
+# "SystemError: AST constructor recursion depth mismatch" (CPython gh-106905).
+import schemathesis.specs.openapi.schemas  # noqa: F401
+
 from tests.fuzzing import fuzz, fuzz_app
 
 EXAMPLES = 12  # per operation: ~400 requests, ~10 s here
