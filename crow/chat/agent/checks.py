@@ -14,13 +14,13 @@ from collections.abc import Sequence
 from difflib import SequenceMatcher
 from typing import Any
 
-from crow.chat.agent.compose import ECHO_STOPS
-from crow.chat.agent.cues import (
+from crow.chat.agent.channel_cues import (
     asks_every_channel,
     channels_named,
-    is_follow_up,
     names_no_channel,
 )
+from crow.chat.agent.compose import ECHO_STOPS
+from crow.chat.agent.cues import is_follow_up
 from crow.chat.agent.guidance import echoes_hint
 from crow.chat.agent.sources import Source, with_footnotes
 from crow.chat.agent.unnamed import names_no_pattern

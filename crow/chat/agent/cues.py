@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from crow.chat.agent.channel_cues import channels_named
+
 _SMALL_TALK = re.compile(
     r"^\W*(hi|hello|hey|hiya|howdy|yo|greetings|good (morning|afternoon|evening|day)|"
     r"thanks?( you)?( so much| a lot)?|thank you|thx|cheers|ok(ay)?|cool|great|nice|bye|goodbye|"
@@ -153,63 +155,11 @@ def is_count_question(message: str) -> bool:
     return re.search(r"\binteractions?\b", message, re.I) is not None and not is_ranking(message)
 
 
-_CHANNEL_WORDS = {
-    "web": re.compile(r"\b(web|website|site|online|browser)\b", re.I),
-    "cctv": re.compile(r"\b(cctv|cameras?|in[- ]store)\b", re.I),
-    "social": re.compile(r"\b(social|instagram|tiktok|facebook|twitter)\b", re.I),
-}
-
-
-def channels_named(message: str) -> list[str]:
-    """The interaction channels a question names, in the tools' words ("store cameras or
-    social?" -> cctv, social)."""
-    return [channel for channel, words in _CHANNEL_WORDS.items() if words.search(message)]
-
-
-_EVERY_CHANNEL = re.compile(
-    r"\b(?:by|per|each|(?<!across )every) (?:channel|source|platform)s?\b"
-    r"|\bchannel (?:split|breakdown|mix)\b",
-    re.I,
-)
-
-
-_CHANNEL_EXTREME = re.compile(
-    r"\b(?:busiest|quietest|most|least|fewest|highest|lowest|biggest|smallest|top)\b", re.I
-)
-
-
-def asks_each_channel_only(message: str) -> bool:
-    """A count asked channel by channel that asks for no busiest or quietest one ("break down
-    interactions by channel", not "break it down by channel: which is busiest?")."""
-    return asks_every_channel(message) and _CHANNEL_EXTREME.search(message) is None
-
-
-def asks_every_channel(message: str) -> bool:
-    """A count asked channel by channel ("break down interactions by channel", "per source",
-    "channel split"); not a total "across every channel"."""
-    return _EVERY_CHANNEL.search(message) is not None
-
-
 def counts_a_channel(message: str) -> bool:
     """A number of interactions on a named channel ("how many social mentions did we get in
     October?"): the interactions', even when the org's profile (which names the org and
     its channels) is near."""
     return is_count_question(message) and bool(channels_named(message))
-
-
-# Words that may stand for a channel without naming one: "store visitors", "posts", "page views".
-_CHANNEL_LIKE = re.compile(
-    r"\b(stores?|shops?|visit\w*|foot|walk[- ]?ins?|floor|aisles?|posts?|mentions?|tweets?|"
-    r"comments?|reviews?|pages?|views?|clicks?|apps?|e-?mails?|chats?|calls?|channels?|"
-    r"digital|physical|offline|in[- ]person)\b",
-    re.I,
-)
-
-
-def names_no_channel(message: str) -> bool:
-    """A question that neither names a channel nor uses a word that could stand for one
-    ("How many interactions did we have on November 30th?")."""
-    return not channels_named(message) and _CHANNEL_LIKE.search(message) is None
 
 
 _PRICE = re.compile(

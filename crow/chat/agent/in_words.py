@@ -7,8 +7,9 @@ from __future__ import annotations
 import re
 from typing import Any, NamedTuple
 
+from crow.chat.agent.channel_cues import channels_named
 from crow.chat.agent.context import ToolContext
-from crow.chat.agent.cues import channels_named, pattern_type_named
+from crow.chat.agent.cues import pattern_type_named
 from crow.chat.agent.passages import closest
 from crow.chat.agent.ranking_cues import (
     asks_confidence,

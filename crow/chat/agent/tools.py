@@ -11,11 +11,11 @@ import asyncio
 import re
 from typing import Any
 
+from crow.chat.agent.channel_cues import asks_each_channel_only
 from crow.chat.agent.charts import products_chart, summary_charts
 from crow.chat.agent.context import ToolContext
 from crow.chat.agent.cues import (
     asks_again,
-    asks_each_channel_only,
     asks_price,
     is_follow_up,
     split_clauses,
